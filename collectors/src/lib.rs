@@ -1,0 +1,11 @@
+//! gapscope's collectors and the Trace model they fill.
+//!
+//! - [`trace`]: the columnar, nanosecond, interned data model ([`trace::Trace`])
+//!   and the [`trace::TraceBuilder`] every source goes through.
+//!
+//! Collectors only record what happened; deciding what is a problem is the
+//! analyzers' job.
+
+#![deny(missing_docs)]
+
+pub mod trace;

@@ -1,0 +1,500 @@
+//! [`TraceBuilder`]: the one way rows get into a [`Trace`].
+
+use super::links::Links;
+use super::strings::{StrId, Strings};
+use super::tables::*;
+use super::{Diagnostics, Ns, Trace, TraceMeta};
+use std::collections::HashMap;
+
+/// Collects rows with absolute times, then [`finish`](Self::finish)es them
+/// into a [`Trace`]. Importers that parse in parallel give each worker its own
+/// builder and [`append`](Self::append) them in order.
+#[derive(Default)]
+pub struct TraceBuilder {
+    /// Provenance; `origin_ns` is computed by `finish` unless
+    /// [`set_origin`](Self::set_origin) fixed it.
+    pub meta: TraceMeta,
+    /// What was skipped or odd so far.
+    pub diagnostics: Diagnostics,
+    strings: Strings,
+    threads: ThreadTable,
+    thread_index: HashMap<(i64, i64), ThreadId>,
+    devices: DeviceTable,
+    gpu: GpuActivityTable,
+    runtime: RuntimeCallTable,
+    cpu_ops: CpuOpTable,
+    markers: MarkerTable,
+    origin: Option<Ns>,
+}
+
+impl TraceBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Interns a string in this builder's pool.
+    pub fn intern(&mut self, s: &str) -> StrId {
+        self.strings.intern(s)
+    }
+
+    /// The string pool so far.
+    pub fn strings(&self) -> &Strings {
+        &self.strings
+    }
+
+    /// The thread `(pid, tid)`, added on first sight.
+    pub fn thread(&mut self, pid: i64, tid: i64) -> ThreadId {
+        if let Some(&t) = self.thread_index.get(&(pid, tid)) {
+            return t;
+        }
+        let t = ThreadId(self.threads.len() as u32);
+        self.threads.push(Thread {
+            pid,
+            tid,
+            name: Strings::EMPTY,
+        });
+        self.thread_index.insert((pid, tid), t);
+        t
+    }
+
+    /// Names a thread (the last name given wins).
+    pub fn set_thread_name(&mut self, thread: ThreadId, name: &str) {
+        let id = self.strings.intern(name);
+        self.threads.name[thread.0 as usize] = id;
+    }
+
+    /// Records or replaces a GPU's properties.
+    pub fn device(&mut self, device: Device) {
+        match self.devices.id.iter().position(|&d| d == device.id) {
+            Some(i) => {
+                self.devices.name[i] = device.name;
+                self.devices.sm_count[i] = device.sm_count;
+                self.devices.memory_bytes[i] = device.memory_bytes;
+                self.devices.compute_capability[i] = device.compute_capability;
+            }
+            None => self.devices.push(device),
+        }
+    }
+
+    /// Fixes the absolute time that becomes 0 (else: the earliest row).
+    pub fn set_origin(&mut self, origin_ns: Ns) {
+        self.origin = Some(origin_ns);
+    }
+
+    /// Adds a kernel, copy, memset or sync record (absolute times).
+    pub fn push_gpu(&mut self, row: GpuActivity) {
+        self.gpu.push(row);
+    }
+
+    /// Adds a runtime/driver API call (absolute times).
+    pub fn push_runtime(&mut self, row: RuntimeCall) {
+        self.runtime.push(row);
+    }
+
+    /// Adds a CPU range (absolute times); `parent`/`depth` are ignored.
+    pub fn push_cpu_op(&mut self, row: CpuOp) {
+        self.cpu_ops.push(row);
+    }
+
+    /// Adds a marker (absolute times).
+    pub fn push_marker(&mut self, row: Marker) {
+        self.markers.push(row);
+    }
+
+    /// Number of rows of every kind so far.
+    pub fn row_count(&self) -> usize {
+        self.gpu.len() + self.runtime.len() + self.cpu_ops.len() + self.markers.len()
+    }
+
+    /// Moves every row of `other` into `self`, remapping its strings and
+    /// threads. Rows keep their order: `self`'s first, then `other`'s.
+    pub fn append(&mut self, other: TraceBuilder) {
+        let smap: Vec<StrId> = other
+            .strings
+            .iter()
+            .map(|(_, s)| self.strings.intern(s))
+            .collect();
+        let s = |id: StrId| smap[id.0 as usize];
+        let tmap: Vec<ThreadId> = (0..other.threads.len())
+            .map(|i| {
+                let t = self.thread(other.threads.pid[i], other.threads.tid[i]);
+                if other.threads.name[i] != Strings::EMPTY {
+                    self.threads.name[t.0 as usize] = s(other.threads.name[i]);
+                }
+                t
+            })
+            .collect();
+        let t = |id: ThreadId| {
+            if id.0 == u32::MAX {
+                id
+            } else {
+                tmap[id.0 as usize]
+            }
+        };
+        for i in 0..other.devices.len() {
+            let mut d = other.devices.row(i);
+            d.name = s(d.name);
+            self.device(d);
+        }
+        for i in 0..other.gpu.len() {
+            let mut r = other.gpu.row(i);
+            r.name = s(r.name);
+            self.gpu.push(r);
+        }
+        for i in 0..other.runtime.len() {
+            let mut r = other.runtime.row(i);
+            r.name = s(r.name);
+            r.thread = t(r.thread);
+            self.runtime.push(r);
+        }
+        for i in 0..other.cpu_ops.len() {
+            let mut r = other.cpu_ops.row(i);
+            r.name = s(r.name);
+            r.shapes = s(r.shapes);
+            r.source = s(r.source);
+            r.thread = t(r.thread);
+            self.cpu_ops.push(r);
+        }
+        for i in 0..other.markers.len() {
+            let mut r = other.markers.row(i);
+            r.name = s(r.name);
+            r.thread = t(r.thread);
+            self.markers.push(r);
+        }
+        self.diagnostics.absorb(other.diagnostics);
+        if let Some(o) = other.origin {
+            self.origin = Some(self.origin.map_or(o, |m| m.min(o)));
+        }
+    }
+
+    /// Rebases times to the origin, sorts every table, nests CPU ranges per
+    /// thread and links GPU work to runtime calls and operators.
+    pub fn finish(mut self) -> Trace {
+        let origin = self.origin.unwrap_or_else(|| self.earliest());
+        self.meta.origin_ns = origin;
+        rebase(&mut self.gpu.start, &mut self.gpu.end, origin);
+        rebase(&mut self.runtime.start, &mut self.runtime.end, origin);
+        rebase(&mut self.cpu_ops.start, &mut self.cpu_ops.end, origin);
+        rebase(&mut self.markers.start, &mut self.markers.end, origin);
+
+        sort_by_key(
+            &mut self.gpu,
+            |t, i| (t.start[i], t.end[i]),
+            GpuActivityTable::permute,
+        );
+        sort_by_key(
+            &mut self.runtime,
+            |t, i| (t.start[i], t.end[i]),
+            RuntimeCallTable::permute,
+        );
+        sort_by_key(&mut self.markers, |t, i| t.start[i], MarkerTable::permute);
+        // Parents before children: by thread, then start, then longest first;
+        // equal ranges keep the outer kind (step > annotation > frame > op) first.
+        sort_by_key(
+            &mut self.cpu_ops,
+            |t, i| {
+                (
+                    t.thread[i],
+                    t.start[i],
+                    std::cmp::Reverse(t.end[i]),
+                    kind_rank(t.kind[i]),
+                )
+            },
+            CpuOpTable::permute,
+        );
+        let thread_start = thread_offsets(&self.cpu_ops.thread, self.threads.len());
+        let partial = nest(&mut self.cpu_ops);
+        if partial > 0 {
+            self.diagnostics
+                .counts
+                .insert("cpu_op_partial_overlap".into(), partial);
+        }
+        let links = Links::build(&self.gpu, &self.runtime, &self.cpu_ops, &thread_start);
+        Trace {
+            meta: self.meta,
+            strings: self.strings,
+            threads: self.threads,
+            devices: self.devices,
+            gpu: self.gpu,
+            runtime: self.runtime,
+            cpu_ops: self.cpu_ops,
+            markers: self.markers,
+            links,
+            cpu_op_thread_start: thread_start,
+            diagnostics: self.diagnostics,
+        }
+    }
+
+    fn earliest(&self) -> Ns {
+        [
+            &self.gpu.start,
+            &self.runtime.start,
+            &self.cpu_ops.start,
+            &self.markers.start,
+        ]
+        .iter()
+        .filter_map(|c| c.iter().min().copied())
+        .min()
+        .unwrap_or(0)
+    }
+}
+
+fn rebase(start: &mut [Ns], end: &mut [Ns], origin: Ns) {
+    start.iter_mut().for_each(|t| *t -= origin);
+    end.iter_mut().for_each(|t| *t -= origin);
+}
+
+fn kind_rank(k: CpuOpKind) -> u8 {
+    match k {
+        CpuOpKind::ProfilerStep => 0,
+        CpuOpKind::UserAnnotation => 1,
+        CpuOpKind::PythonFunction => 2,
+        CpuOpKind::Other => 3,
+        CpuOpKind::Operator => 4,
+    }
+}
+
+/// Stable sort of a table's rows by `key`, skipped when already sorted (the
+/// common case for importers that see events in time order).
+fn sort_by_key<T, K: Ord>(table: &mut T, key: impl Fn(&T, usize) -> K, permute: fn(&mut T, &[u32]))
+where
+    T: HasLen,
+{
+    let n = table.rows();
+    if (1..n).all(|i| key(table, i - 1) <= key(table, i)) {
+        return;
+    }
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by_key(|&i| key(table, i as usize));
+    permute(table, &order);
+}
+
+trait HasLen {
+    fn rows(&self) -> usize;
+}
+macro_rules! has_len {
+    ($($t:ty),*) => { $( impl HasLen for $t { fn rows(&self) -> usize { self.len() } } )* };
+}
+has_len!(GpuActivityTable, RuntimeCallTable, CpuOpTable, MarkerTable);
+
+/// Offsets of each thread's rows in a table sorted by thread.
+fn thread_offsets(threads: &[ThreadId], n_threads: usize) -> Vec<u32> {
+    let mut start = vec![0u32; n_threads + 1];
+    for t in threads {
+        start[t.0 as usize + 1] += 1;
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    start
+}
+
+/// Sets `parent` and `depth` of rows sorted by (thread, start, end desc).
+/// A row's parent is the innermost earlier row on its thread that contains
+/// it. A row that starts inside another but ends after it (bad nesting,
+/// seen with Python frames) is counted and placed beside it, not inside.
+fn nest(ops: &mut CpuOpTable) -> u64 {
+    let mut stack: Vec<u32> = Vec::new();
+    let mut partial = 0;
+    for i in 0..ops.len() {
+        if i > 0 && ops.thread[i] != ops.thread[i - 1] {
+            stack.clear();
+        }
+        while let Some(&top) = stack.last() {
+            let t = top as usize;
+            if ops.start[i] < ops.end[t] || (ops.start[i] == ops.start[t] && ops.end[i] <= ops.end[t]) {
+                if ops.end[i] <= ops.end[t] {
+                    break;
+                }
+                partial += 1;
+            }
+            stack.pop();
+        }
+        ops.parent[i] = stack.last().copied().unwrap_or(NONE);
+        ops.depth[i] = stack.len().min(u16::MAX as usize) as u16;
+        stack.push(i as u32);
+    }
+    partial
+}
+
+impl CpuOp {
+    /// A range with no ids, shapes or source.
+    pub fn new(thread: ThreadId, start: Ns, end: Ns, name: StrId, kind: CpuOpKind) -> Self {
+        CpuOp {
+            thread,
+            start,
+            end,
+            name,
+            kind,
+            external_id: 0,
+            sequence: -1,
+            shapes: Strings::EMPTY,
+            source: Strings::EMPTY,
+            parent: NONE,
+            depth: 0,
+        }
+    }
+}
+
+impl RuntimeCall {
+    /// A runtime API call with a correlation id.
+    pub fn new(thread: ThreadId, start: Ns, end: Ns, name: StrId, correlation: u64) -> Self {
+        RuntimeCall {
+            thread,
+            start,
+            end,
+            name,
+            api: ApiKind::Runtime,
+            correlation,
+            external_id: 0,
+        }
+    }
+}
+
+impl GpuActivity {
+    /// A row of `kind` with everything optional left unknown.
+    pub fn new(
+        kind: GpuKind,
+        device: u32,
+        stream: i64,
+        start: Ns,
+        end: Ns,
+        name: StrId,
+        correlation: u64,
+    ) -> Self {
+        GpuActivity {
+            device,
+            stream,
+            start,
+            end,
+            kind,
+            name,
+            correlation,
+            external_id: 0,
+            bytes: 0,
+            copy_kind: CopyKind::None,
+            src_mem: MemKind::Unknown,
+            dst_mem: MemKind::Unknown,
+            grid: [0; 3],
+            block: [0; 3],
+            registers: 0,
+            shared_mem: 0,
+        }
+    }
+
+    /// A kernel on `device`/`stream`.
+    pub fn kernel(device: u32, stream: i64, start: Ns, end: Ns, name: StrId, correlation: u64) -> Self {
+        Self::new(GpuKind::Kernel, device, stream, start, end, name, correlation)
+    }
+}
+
+impl Marker {
+    /// A marker of `kind` with no thread, device or value.
+    pub fn new(kind: MarkerKind, start: Ns, end: Ns, name: StrId) -> Self {
+        Marker {
+            kind,
+            thread: ThreadId(u32::MAX),
+            device: u32::MAX,
+            stream: -1,
+            start,
+            end,
+            name,
+            value: 0.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ```text
+    /// thread 1: [step.............................]
+    ///             [op A.....]   [op B..........]
+    ///               [inner]          [C]
+    /// ```
+    #[test]
+    fn nests_ranges_per_thread() {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        let u = b.thread(1, 2);
+        let n = |b: &mut TraceBuilder, s| b.intern(s);
+        let (step, a, inner, bb, c, other) = (
+            n(&mut b, "ProfilerStep#1"),
+            n(&mut b, "A"),
+            n(&mut b, "inner"),
+            n(&mut b, "B"),
+            n(&mut b, "C"),
+            n(&mut b, "other thread"),
+        );
+        // Pushed out of order on purpose.
+        b.push_cpu_op(CpuOp::new(t, 30, 60, bb, CpuOpKind::Operator));
+        b.push_cpu_op(CpuOp::new(u, 5, 50, other, CpuOpKind::Operator));
+        b.push_cpu_op(CpuOp::new(t, 0, 100, step, CpuOpKind::ProfilerStep));
+        b.push_cpu_op(CpuOp::new(t, 10, 25, a, CpuOpKind::Operator));
+        b.push_cpu_op(CpuOp::new(t, 12, 20, inner, CpuOpKind::Operator));
+        b.push_cpu_op(CpuOp::new(t, 40, 45, c, CpuOpKind::Operator));
+        let tr = b.finish();
+        let names: Vec<_> = (0..tr.cpu_ops.len())
+            .map(|i| {
+                let p = tr.cpu_ops.parent[i];
+                (
+                    tr.strings.get(tr.cpu_ops.name[i]),
+                    tr.op_name(p).unwrap_or("-"),
+                    tr.cpu_ops.depth[i],
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("ProfilerStep#1", "-", 0),
+                ("A", "ProfilerStep#1", 1),
+                ("inner", "A", 2),
+                ("B", "ProfilerStep#1", 1),
+                ("C", "B", 2),
+                ("other thread", "-", 0),
+            ]
+        );
+        assert_eq!(tr.cpu_ops_of(t), 0..5);
+        assert_eq!(tr.cpu_ops_of(u), 5..6);
+    }
+
+    #[test]
+    fn equal_ranges_nest_outer_kind_first_and_partial_overlaps_are_counted() {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        let op = b.intern("aten::add");
+        let ann = b.intern("forward");
+        let py = b.intern("x.py(1): f");
+        b.push_cpu_op(CpuOp::new(t, 10, 20, op, CpuOpKind::Operator));
+        b.push_cpu_op(CpuOp::new(t, 10, 20, ann, CpuOpKind::UserAnnotation));
+        b.push_cpu_op(CpuOp::new(t, 15, 30, py, CpuOpKind::PythonFunction));
+        let tr = b.finish();
+        assert_eq!(tr.op_name(0), Some("forward"));
+        assert_eq!(tr.cpu_ops.parent[1], 0);
+        assert_eq!(tr.cpu_ops.parent[2], NONE);
+        assert_eq!(tr.diagnostics.counts["cpu_op_partial_overlap"], 2);
+    }
+
+    #[test]
+    fn append_remaps_strings_and_threads() {
+        let mut a = TraceBuilder::new();
+        let ta = a.thread(1, 1);
+        let x = a.intern("x");
+        a.push_cpu_op(CpuOp::new(ta, 0, 10, x, CpuOpKind::Operator));
+        let mut b = TraceBuilder::new();
+        let _unused = b.thread(9, 9);
+        let tb = b.thread(1, 1);
+        let y = b.intern("y");
+        b.push_cpu_op(CpuOp::new(tb, 20, 30, y, CpuOpKind::Operator));
+        b.push_gpu(GpuActivity::kernel(0, 7, 25, 28, y, 3));
+        a.append(b);
+        let tr = a.finish();
+        assert_eq!(tr.threads.len(), 2);
+        assert_eq!(tr.cpu_ops_of(ThreadId(0)), 0..2);
+        assert_eq!(tr.op_name(1), Some("y"));
+        assert_eq!(tr.strings.get(tr.gpu.name[0]), "y");
+    }
+}

@@ -1,0 +1,340 @@
+//! The columnar tables of a [`Trace`](super::Trace): one struct of `Vec`s per
+//! kind of thing, plus a row struct to build and read single rows.
+//!
+//! Every table is declared once with [`columnar_table!`], which writes the
+//! column struct, the row struct, `push`, `row`, `len` and `permute`, so the
+//! columns of a table can never disagree on length or order.
+
+use super::strings::StrId;
+use super::Ns;
+use serde::{Deserialize, Serialize};
+
+/// Row index meaning "no row" in link and parent columns.
+pub const NONE: u32 = u32::MAX;
+
+/// A CPU thread: an index into [`ThreadTable`]. Only valid for its trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ThreadId(pub u32);
+
+macro_rules! columnar_table {
+    (
+        $(#[$tmeta:meta])* $table:ident,
+        $(#[$rmeta:meta])* $row:ident {
+            $( $(#[$fmeta:meta])* $field:ident : $ty:ty ),* $(,)?
+        }
+    ) => {
+        $(#[$rmeta])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct $row {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        $(#[$tmeta])*
+        #[derive(Clone, Debug, Default)]
+        pub struct $table {
+            $( $(#[$fmeta])* pub $field: Vec<$ty>, )*
+        }
+
+        impl $table {
+            /// Appends one row.
+            pub fn push(&mut self, row: $row) {
+                $( self.$field.push(row.$field); )*
+            }
+
+            /// Row `i`, copied out of the columns.
+            pub fn row(&self, i: usize) -> $row {
+                $row { $( $field: self.$field[i].clone(), )* }
+            }
+
+            /// Number of rows.
+            pub fn len(&self) -> usize {
+                columnar_table!(@first self $( $field )*).len()
+            }
+
+            /// True when the table has no rows.
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+
+            /// Reorders every column so that new row `i` is old row `order[i]`.
+            pub fn permute(&mut self, order: &[u32]) {
+                $( self.$field = order.iter().map(|&i| self.$field[i as usize].clone()).collect(); )*
+            }
+
+            /// Keeps only the rows for which `keep[i]` is true.
+            pub fn retain_rows(&mut self, keep: &[bool]) {
+                let order: Vec<u32> = (0..self.len() as u32).filter(|&i| keep[i as usize]).collect();
+                self.permute(&order);
+            }
+        }
+    };
+    (@first $s:ident $first:ident $( $rest:ident )*) => { $s.$first };
+}
+
+/// What a GPU activity row is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuKind {
+    /// A kernel (compute or collective communication).
+    Kernel,
+    /// A memory copy.
+    Memcpy,
+    /// A memory set.
+    Memset,
+    /// A CUDA synchronization record (stream/event/context sync, stream wait
+    /// event). It marks a wait, not work: never counted as busy.
+    Sync,
+}
+
+/// Direction of a memory copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CopyKind {
+    /// Not a copy, or not known.
+    None,
+    /// Host to device.
+    HtoD,
+    /// Device to host.
+    DtoH,
+    /// Device to device (same GPU).
+    DtoD,
+    /// Host to host.
+    HtoH,
+    /// Peer to peer (between GPUs).
+    PtoP,
+}
+
+/// Memory kind at one end of a copy or memset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemKind {
+    /// Not given.
+    Unknown,
+    /// Pageable host memory: the copy is staged and synchronous for the host.
+    Pageable,
+    /// Pinned (page-locked) host memory.
+    Pinned,
+    /// Device memory.
+    Device,
+    /// Managed (unified) memory.
+    Managed,
+    /// A CUDA array.
+    Array,
+}
+
+/// What a CPU-side range is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuOpKind {
+    /// A framework operator (`aten::...`, autograd nodes): Kineto's `cpu_op`.
+    Operator,
+    /// A user range (`record_function`, NVTX push/pop, Optimizer.step#...).
+    UserAnnotation,
+    /// A Python frame (`with_stack` / python tracer): `file.py(42): fn`.
+    PythonFunction,
+    /// A `ProfilerStep#N` range: one training step.
+    ProfilerStep,
+    /// Any other CPU range (e.g. `Trace` spans, unknown categories).
+    Other,
+}
+
+/// Which API family a runtime call belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApiKind {
+    /// CUDA or HIP runtime API (`cudaLaunchKernel`, `hipMemcpyAsync`).
+    Runtime,
+    /// CUDA driver API (`cuLaunchKernel`).
+    Driver,
+}
+
+/// What a marker row is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkerKind {
+    /// A point in time (`ph: i`).
+    Instant,
+    /// A counter sample (`ph: C`); `value` holds the number.
+    Counter,
+    /// A range drawn on a GPU stream that is not GPU work (Kineto's
+    /// `gpu_user_annotation`: the GPU-side span of a user range).
+    GpuAnnotation,
+    /// A profiler overhead or buffer-flush range (never the user's fault).
+    ProfilerOverhead,
+}
+
+columnar_table!(
+    /// Kernels, copies, memsets and sync records, one row each. Sorted by
+    /// `(start, end)` once the trace is finished.
+    GpuActivityTable,
+    /// One kernel, memcpy, memset or sync record.
+    GpuActivity {
+        /// GPU index.
+        device: u32,
+        /// Stream id as the source gave it (`-1` when unknown).
+        stream: i64,
+        /// Start, ns since the trace origin.
+        start: Ns,
+        /// End, ns since the trace origin (`end >= start`).
+        end: Ns,
+        /// Kernel, memcpy, memset or sync.
+        kind: GpuKind,
+        /// Kernel name, or the copy/memset description.
+        name: StrId,
+        /// Correlation id shared with the launching runtime call (0: none).
+        correlation: u64,
+        /// External id (operator link) when the source has one (0: none).
+        external_id: u64,
+        /// Bytes moved or set (0 for kernels).
+        bytes: u64,
+        /// Copy direction ([`CopyKind::None`] when not a copy).
+        copy_kind: CopyKind,
+        /// Source memory kind of a copy, or the memory of a memset.
+        src_mem: MemKind,
+        /// Destination memory kind of a copy.
+        dst_mem: MemKind,
+        /// Grid dimensions of a kernel (0s when unknown).
+        grid: [u32; 3],
+        /// Block dimensions of a kernel (0s when unknown).
+        block: [u32; 3],
+        /// Registers per thread (0 when unknown).
+        registers: u32,
+        /// Shared memory per block, static + dynamic, bytes (0 when unknown).
+        shared_mem: u32,
+    }
+);
+
+columnar_table!(
+    /// CUDA/HIP runtime and driver API calls on CPU threads. Sorted by
+    /// `(start, end)` once the trace is finished.
+    RuntimeCallTable,
+    /// One runtime or driver API call.
+    RuntimeCall {
+        /// The CPU thread that made the call.
+        thread: ThreadId,
+        /// Start, ns since the trace origin.
+        start: Ns,
+        /// End, ns since the trace origin.
+        end: Ns,
+        /// API function name (`cudaLaunchKernel`, `cudaStreamSynchronize`).
+        name: StrId,
+        /// Runtime or driver API.
+        api: ApiKind,
+        /// Correlation id shared with the GPU activity it caused (0: none).
+        correlation: u64,
+        /// External id of the enclosing operator when the source has one (0: none).
+        external_id: u64,
+    }
+);
+
+columnar_table!(
+    /// Operators, user annotations, Python frames and ProfilerSteps. Sorted
+    /// by `(thread, start, end descending)` once the trace is finished, so
+    /// each thread's rows are contiguous and every parent precedes its
+    /// children.
+    CpuOpTable,
+    /// One CPU-side range.
+    CpuOp {
+        /// The CPU thread it ran on.
+        thread: ThreadId,
+        /// Start, ns since the trace origin.
+        start: Ns,
+        /// End, ns since the trace origin.
+        end: Ns,
+        /// Operator / annotation / frame name.
+        name: StrId,
+        /// What kind of range this is.
+        kind: CpuOpKind,
+        /// Kineto's `External id` (0: none).
+        external_id: u64,
+        /// Autograd sequence number (-1: none); links forward and backward ops.
+        sequence: i64,
+        /// Input shapes as the source wrote them (`[[32, 3], []]`), or empty.
+        shapes: StrId,
+        /// Source location (`train.py(42): step`) when known, or empty.
+        source: StrId,
+        /// Enclosing row on the same thread ([`NONE`] at top level). Set by
+        /// [`TraceBuilder::finish`](super::TraceBuilder::finish).
+        parent: u32,
+        /// Nesting depth, 0 at top level. Set by `finish`.
+        depth: u16,
+    }
+);
+
+columnar_table!(
+    /// Instants, counters, GPU-side annotations and profiler overhead.
+    /// Sorted by `start` once the trace is finished.
+    MarkerTable,
+    /// One marker.
+    Marker {
+        /// What the marker is.
+        kind: MarkerKind,
+        /// CPU thread, for CPU-side markers (`ThreadId(u32::MAX)`: none).
+        thread: ThreadId,
+        /// GPU index for GPU-side markers (`u32::MAX`: none).
+        device: u32,
+        /// Stream for GPU-side markers (-1: none).
+        stream: i64,
+        /// Start, ns since the trace origin.
+        start: Ns,
+        /// End (equal to `start` for instants and counters).
+        end: Ns,
+        /// Marker or counter name.
+        name: StrId,
+        /// Counter value (0 for other kinds).
+        value: f64,
+    }
+);
+
+columnar_table!(
+    /// The CPU threads seen in the trace.
+    ThreadTable,
+    /// One CPU thread.
+    Thread {
+        /// Process id. String pids of the source are mapped to negative ids.
+        pid: i64,
+        /// Thread id. String tids of the source are mapped to negative ids.
+        tid: i64,
+        /// Thread name, or the original string id, or empty.
+        name: StrId,
+    }
+);
+
+columnar_table!(
+    /// GPU properties, when the source gives them.
+    DeviceTable,
+    /// One GPU.
+    Device {
+        /// GPU index, as used by [`GpuActivity::device`].
+        id: u32,
+        /// Marketing name (`NVIDIA H100 80GB HBM3`), or empty.
+        name: StrId,
+        /// Number of SMs (0: unknown).
+        sm_count: u32,
+        /// Global memory in bytes (0: unknown).
+        memory_bytes: u64,
+        /// Compute capability major, minor (0, 0: unknown).
+        compute_capability: (u32, u32),
+    }
+);
+
+impl ThreadTable {
+    /// The thread with this pid and tid, if present.
+    pub fn find(&self, pid: i64, tid: i64) -> Option<ThreadId> {
+        (0..self.len())
+            .find(|&i| self.pid[i] == pid && self.tid[i] == tid)
+            .map(|i| ThreadId(i as u32))
+    }
+}
+
+impl GpuActivityTable {
+    /// Duration of row `i` in ns.
+    pub fn dur(&self, i: usize) -> Ns {
+        self.end[i] - self.start[i]
+    }
+
+    /// True when row `i` is work that occupies the device (kernel, memcpy,
+    /// memset), false for sync records.
+    pub fn is_busy(&self, i: usize) -> bool {
+        self.kind[i] != GpuKind::Sync
+    }
+}
