@@ -2,3 +2,5 @@
 //! that return plain serializable data.
 
 #![deny(missing_docs)]
+
+pub mod intervals;
