@@ -3,4 +3,10 @@
 
 #![deny(missing_docs)]
 
+pub mod attribution;
+pub mod causes;
+pub mod evidence;
+pub mod gaps;
+pub mod idle;
 pub mod intervals;
+pub mod segments;

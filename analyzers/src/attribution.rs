@@ -1,0 +1,324 @@
+//! Who to blame for a CPU instant: for every `cpu_ops` row, the innermost
+//! operator, the nearest user annotation / module / optimizer range, the
+//! DataLoader range and the source line around it.
+//!
+//! ```text
+//! thread 1  [ProfilerStep#3.............................................]
+//!             [train.py(42): train_step................................]
+//!               [Optimizer.zero_grad#SGD.zero_grad.....]
+//!                 [aten::zero_.......]
+//!                   [aten::fill_..]
+//!                      ^ instant t
+//!
+//! at t:  operator   = aten::fill_                 (innermost Operator)
+//!        annotation = Optimizer.zero_grad#SGD.zero_grad
+//!        source     = train.py(42): train_step    (innermost user frame)
+//! ```
+//!
+//! Names decide more than the kind column, because older Kineto traces
+//! (2021) store `record_function` ranges such as
+//! `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` and
+//! `Optimizer.step#SGD.step` with category `Operator`: a range whose name
+//! has a `#` (record_function's `Owner#method` convention) or starts with
+//! `nn.Module:` counts as an annotation whatever its kind. Everything is
+//! computed once, in one pass over the rows (parents precede children).
+
+use gapscope_collectors::trace::{CpuOpKind, Ns, StrId, Strings, ThreadId, Trace, NONE};
+
+/// Per-row blame, computed once per trace.
+#[derive(Clone, Debug, Default)]
+pub struct OpContext {
+    /// Innermost `Operator` row at or above each row (not an annotation-like
+    /// name), or [`NONE`].
+    pub operator: Vec<u32>,
+    /// Nearest annotation / module / optimizer / DataLoader range at or above
+    /// each row (ProfilerSteps excluded), or [`NONE`].
+    pub annotation: Vec<u32>,
+    /// Nearest DataLoader `__next__` range at or above each row, or [`NONE`].
+    pub dataloader: Vec<u32>,
+    /// Best source location for each row: the innermost user-code frame at
+    /// or above it, else the innermost frame of any kind, else empty.
+    pub source: Vec<StrId>,
+    /// True when the row is, or is inside, the profiler's own code.
+    pub profiler: Vec<bool>,
+}
+
+/// What a name says about a range, cached per string.
+#[derive(Clone, Copy, Default)]
+struct NameClass {
+    annotation: bool,
+    dataloader: bool,
+    profiler: bool,
+    /// The name is a frame `file.py(N): fn`; `user` when outside libraries.
+    frame: bool,
+    user: bool,
+}
+
+impl OpContext {
+    /// Computes the blame columns of every `cpu_ops` row of `trace`.
+    pub fn new(trace: &Trace) -> OpContext {
+        let ops = &trace.cpu_ops;
+        let n = ops.len();
+        let mut cx = OpContext {
+            operator: vec![NONE; n],
+            annotation: vec![NONE; n],
+            dataloader: vec![NONE; n],
+            source: vec![Strings::EMPTY; n],
+            profiler: vec![false; n],
+        };
+        let mut user_src = vec![Strings::EMPTY; n];
+        let mut classes = NameCache::new(&trace.strings);
+        for i in 0..n {
+            let p = ops.parent[i] as usize;
+            let has_parent = ops.parent[i] != NONE;
+            let inherit = |v: &[u32]| if has_parent { v[p] } else { NONE };
+            let name = classes.get(&trace.strings, ops.name[i]);
+            let kind = ops.kind[i];
+            let me = i as u32;
+            cx.operator[i] = if kind == CpuOpKind::Operator && !name.annotation {
+                me
+            } else {
+                inherit(&cx.operator)
+            };
+            let is_annotation = name.annotation
+                || (kind == CpuOpKind::UserAnnotation && !is_step_name(trace.strings.get(ops.name[i])));
+            cx.annotation[i] = if is_annotation {
+                me
+            } else {
+                inherit(&cx.annotation)
+            };
+            cx.dataloader[i] = if name.dataloader {
+                me
+            } else {
+                inherit(&cx.dataloader)
+            };
+            cx.profiler[i] = name.profiler || (has_parent && cx.profiler[p]);
+            let (own_any, own_user) = own_frame(trace, &mut classes, i, name);
+            let up = |v: &[StrId]| if has_parent { v[p] } else { Strings::EMPTY };
+            user_src[i] = own_user.unwrap_or_else(|| up(&user_src));
+            let any = own_any.unwrap_or_else(|| up(&cx.source));
+            // `source` holds "any frame" while walking; replaced below.
+            cx.source[i] = any;
+        }
+        for (src, user) in cx.source.iter_mut().zip(user_src) {
+            if user != Strings::EMPTY {
+                *src = user;
+            }
+        }
+        cx
+    }
+}
+
+/// The innermost `cpu_ops` row of `thread` whose range holds `t`
+/// (`start <= t < end`), or [`NONE`]. Rows are in preorder per thread, so
+/// the last row starting at or before `t` is that row or a descendant of it:
+/// walk up from there.
+pub fn innermost_op(trace: &Trace, thread: ThreadId, t: Ns) -> u32 {
+    if thread.0 as usize + 1 >= trace.cpu_op_thread_start.len() {
+        return NONE;
+    }
+    let range = trace.cpu_ops_of(thread);
+    let ops = &trace.cpu_ops;
+    let k = range.start + ops.start[range.clone()].partition_point(|&s| s <= t);
+    if k == range.start {
+        return NONE;
+    }
+    let mut o = (k - 1) as u32;
+    while o != NONE && ops.end[o as usize] <= t {
+        o = ops.parent[o as usize];
+    }
+    o
+}
+
+/// The row's own frame (any, user-code): its name when it is a Python frame,
+/// else its `source` column.
+fn own_frame(
+    trace: &Trace,
+    classes: &mut NameCache,
+    i: usize,
+    name: NameClass,
+) -> (Option<StrId>, Option<StrId>) {
+    let ops = &trace.cpu_ops;
+    if ops.kind[i] == CpuOpKind::PythonFunction && name.frame {
+        let id = ops.name[i];
+        return (Some(id), name.user.then_some(id));
+    }
+    let src = ops.source[i];
+    if src == Strings::EMPTY {
+        return (None, None);
+    }
+    let c = classes.get(&trace.strings, src);
+    (Some(src), c.user.then_some(src))
+}
+
+struct NameCache {
+    done: Vec<bool>,
+    class: Vec<NameClass>,
+}
+
+impl NameCache {
+    fn new(strings: &Strings) -> Self {
+        NameCache {
+            done: vec![false; strings.len()],
+            class: vec![NameClass::default(); strings.len()],
+        }
+    }
+
+    fn get(&mut self, strings: &Strings, id: StrId) -> NameClass {
+        let i = id.0 as usize;
+        if !self.done[i] {
+            self.class[i] = classify(strings.get(id));
+            self.done[i] = true;
+        }
+        self.class[i]
+    }
+}
+
+fn classify(name: &str) -> NameClass {
+    let user = user_frame(name).is_some();
+    NameClass {
+        annotation: is_annotation_name(name),
+        dataloader: is_dataloader_name(name),
+        profiler: is_profiler_name(name),
+        frame: user || name.split(';').any(is_frame),
+        user,
+    }
+}
+
+fn is_step_name(name: &str) -> bool {
+    name.starts_with("ProfilerStep#")
+}
+
+/// True for names of user ranges that older traces store as operators:
+/// `record_function`'s `Owner#method` (`Optimizer.step#SGD.step`,
+/// `enumerate(DataLoader)#...__next__`) and `nn.Module: Linear_0`.
+pub fn is_annotation_name(name: &str) -> bool {
+    (name.contains('#') && !is_step_name(name)) || name.starts_with("nn.Module:")
+}
+
+/// True for an input-pipeline range: a DataLoader (or DataPipe) `__next__`,
+/// e.g. `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`.
+pub fn is_dataloader_name(name: &str) -> bool {
+    (name.contains("DataLoader") || name.contains("DataPipe")) && name.contains("__next__")
+}
+
+/// True for ranges that are the profiler's own work: CUPTI buffer handling,
+/// profiler overhead, and Python frames of `torch/profiler/`.
+pub fn is_profiler_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains("cupti")
+        || lower.contains("buffer flush")
+        || lower.contains("profiler overhead")
+        || (is_frame(name) && name.contains("torch/profiler/"))
+}
+
+/// True when `s` looks like one Python frame: `path.py(NN): fn`.
+pub fn is_frame(s: &str) -> bool {
+    let Some(open) = s.find(".py(") else {
+        return false;
+    };
+    let rest = &s[open + 4..];
+    rest.find("):")
+        .is_some_and(|close| close > 0 && rest[..close].bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The innermost user-code frame of a frame or of a `;`-separated stack
+/// (innermost first, Kineto's `Call stack`): a `path.py(NN): fn` whose path
+/// is outside installed libraries (`site-packages`, `dist-packages`,
+/// `torch/`, the Python standard library).
+pub fn user_frame(s: &str) -> Option<&str> {
+    s.split(';')
+        .map(str::trim)
+        .find(|f| is_frame(f) && !is_library_path(f))
+}
+
+fn is_library_path(frame: &str) -> bool {
+    let path = &frame[..frame.find(".py(").unwrap_or(frame.len())];
+    path.contains("site-packages")
+        || path.contains("dist-packages")
+        || path.starts_with("torch/")
+        || path.contains("/torch/")
+        || path.contains("/lib/python")
+        || path.starts_with('<')
+}
+
+/// A display form of a `source` string: the user frame of a stack when there
+/// is one, else its first frame, else the string itself.
+pub fn display_source(s: &str) -> &str {
+    user_frame(s)
+        .or_else(|| s.split(';').map(str::trim).find(|f| is_frame(f)))
+        .unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gapscope_collectors::trace::*;
+
+    #[test]
+    fn names_classify() {
+        assert!(is_dataloader_name(
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+        ));
+        assert!(is_annotation_name("Optimizer.zero_grad#SGD.zero_grad"));
+        assert!(!is_annotation_name("ProfilerStep#3"));
+        assert!(is_frame("train.py(42): step"));
+        assert!(!is_frame("aten::mm"));
+        let stack = "/x/site-packages/torch/autograd/profiler.py(614): __enter__;\
+                     /x/site-packages/torch/utils/data/dataloader.py(518): __next__;\
+                     resnet50_profiler_api.py(42): <module>";
+        assert_eq!(user_frame(stack), Some("resnet50_profiler_api.py(42): <module>"));
+        assert_eq!(user_frame("torch/nn/modules/module.py(1501): _call_impl"), None);
+        assert!(is_profiler_name(
+            "/x/site-packages/torch/profiler/profiler.py(313): step"
+        ));
+    }
+
+    /// ```text
+    /// thread 1  [ProfilerStep#1.......................................]
+    ///             [train.py(42): step.................................]
+    ///               [torch/nn/module.py(9): fwd.....................]
+    ///                 [Optimizer.zero_grad#SGD.zero_grad..........]
+    ///                   [aten::zero_.........]
+    ///                     [aten::fill_...]
+    /// ```
+    #[test]
+    fn context_finds_operator_annotation_and_user_frame() {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        let op = |b: &mut TraceBuilder, s: i64, e: i64, name: &str, kind| {
+            let n = b.intern(name);
+            b.push_cpu_op(CpuOp::new(t, s, e, n, kind));
+        };
+        op(&mut b, 0, 100, "ProfilerStep#1", CpuOpKind::ProfilerStep);
+        op(&mut b, 1, 99, "train.py(42): step", CpuOpKind::PythonFunction);
+        op(
+            &mut b,
+            2,
+            98,
+            "torch/nn/module.py(9): fwd",
+            CpuOpKind::PythonFunction,
+        );
+        op(
+            &mut b,
+            3,
+            97,
+            "Optimizer.zero_grad#SGD.zero_grad",
+            CpuOpKind::Operator,
+        );
+        op(&mut b, 4, 50, "aten::zero_", CpuOpKind::Operator);
+        op(&mut b, 5, 40, "aten::fill_", CpuOpKind::Operator);
+        let tr = b.finish();
+        let cx = OpContext::new(&tr);
+        let fill = 5;
+        assert_eq!(tr.op_name(cx.operator[fill]), Some("aten::fill_"));
+        assert_eq!(
+            tr.op_name(cx.annotation[fill]),
+            Some("Optimizer.zero_grad#SGD.zero_grad")
+        );
+        assert_eq!(tr.strings.get(cx.source[fill]), "train.py(42): step");
+        assert_eq!(cx.operator[3], NONE);
+        assert_eq!(cx.annotation[0], NONE);
+        assert!(!cx.profiler[fill]);
+    }
+}

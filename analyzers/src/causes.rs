@@ -1,0 +1,175 @@
+//! Why the GPU was idle: the [`Cause`] of one idle segment, and
+//! [`CauseTotals`], the nanoseconds per cause.
+//!
+//! Every idle nanosecond of a device gets exactly one cause, chosen from
+//! what the CPU side was doing at that instant (see
+//! [`segments`](crate::segments) for the rules and their timelines). When
+//! several apply, the first in [`Cause::ALL`] wins:
+//!
+//! ```text
+//! profiler > sync > dataloader > cpu_op > framework_overhead > launch_overhead > untraced
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// The reason a device was idle during one segment of a gap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// A profiler artifact: a `ProfilerOverhead` marker, CUPTI buffer
+    /// flushes, or the CPU inside the profiler's own Python code
+    /// (`torch/profiler/...`). Not the user's fault (detectors.md D16).
+    Profiler,
+    /// The host was blocked waiting for the device (stream/device/event
+    /// synchronize, a blocking device→host copy, `.item()`): the queue
+    /// drained and nothing new could be launched until the call returned.
+    Sync,
+    /// The launching thread was inside a DataLoader `__next__` range: the
+    /// GPU waited for the next batch (detectors.md D11).
+    Dataloader,
+    /// The launching thread was inside an operator that had not launched
+    /// its GPU work yet: CPU compute in the op.
+    CpuOp,
+    /// The launching thread was between operators (inside a step,
+    /// annotation or Python frame, but no operator): Python / framework
+    /// overhead.
+    FrameworkOverhead,
+    /// The next work was already being launched or was queued: launch
+    /// latency between back-to-back kernels, or a queued kernel not yet
+    /// started.
+    LaunchOverhead,
+    /// No CPU evidence at all explains the gap.
+    Untraced,
+}
+
+impl Cause {
+    /// Every cause, in precedence order (the first that applies wins).
+    pub const ALL: [Cause; 7] = [
+        Cause::Profiler,
+        Cause::Sync,
+        Cause::Dataloader,
+        Cause::CpuOp,
+        Cause::FrameworkOverhead,
+        Cause::LaunchOverhead,
+        Cause::Untraced,
+    ];
+
+    /// The stable snake_case name used in JSON and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Profiler => "profiler",
+            Cause::Sync => "sync",
+            Cause::Dataloader => "dataloader",
+            Cause::CpuOp => "cpu_op",
+            Cause::FrameworkOverhead => "framework_overhead",
+            Cause::LaunchOverhead => "launch_overhead",
+            Cause::Untraced => "untraced",
+        }
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Idle nanoseconds per cause. Every cause is a field, so the JSON always
+/// has all of them, zeros included; their sum is the idle time they
+/// describe, exactly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CauseTotals {
+    /// See [`Cause::Profiler`].
+    pub profiler: i64,
+    /// See [`Cause::Sync`].
+    pub sync: i64,
+    /// See [`Cause::Dataloader`].
+    pub dataloader: i64,
+    /// See [`Cause::CpuOp`].
+    pub cpu_op: i64,
+    /// See [`Cause::FrameworkOverhead`].
+    pub framework_overhead: i64,
+    /// See [`Cause::LaunchOverhead`].
+    pub launch_overhead: i64,
+    /// See [`Cause::Untraced`].
+    pub untraced: i64,
+}
+
+impl CauseTotals {
+    /// The counter of `cause`.
+    pub fn get(&self, cause: Cause) -> i64 {
+        match cause {
+            Cause::Profiler => self.profiler,
+            Cause::Sync => self.sync,
+            Cause::Dataloader => self.dataloader,
+            Cause::CpuOp => self.cpu_op,
+            Cause::FrameworkOverhead => self.framework_overhead,
+            Cause::LaunchOverhead => self.launch_overhead,
+            Cause::Untraced => self.untraced,
+        }
+    }
+
+    /// Adds `ns` to the counter of `cause`.
+    pub fn add(&mut self, cause: Cause, ns: i64) {
+        let slot = match cause {
+            Cause::Profiler => &mut self.profiler,
+            Cause::Sync => &mut self.sync,
+            Cause::Dataloader => &mut self.dataloader,
+            Cause::CpuOp => &mut self.cpu_op,
+            Cause::FrameworkOverhead => &mut self.framework_overhead,
+            Cause::LaunchOverhead => &mut self.launch_overhead,
+            Cause::Untraced => &mut self.untraced,
+        };
+        *slot += ns;
+    }
+
+    /// Sum over all causes: the idle time described.
+    pub fn total(&self) -> i64 {
+        Cause::ALL.iter().map(|&c| self.get(c)).sum()
+    }
+
+    /// `(cause, ns)` for every cause, in precedence order.
+    pub fn iter(&self) -> impl Iterator<Item = (Cause, i64)> + '_ {
+        Cause::ALL.iter().map(move |&c| (c, self.get(c)))
+    }
+
+    /// The cause with the most time (the earliest in precedence on ties),
+    /// or `None` when all are zero.
+    pub fn top(&self) -> Option<Cause> {
+        let mut best: Option<(Cause, i64)> = None;
+        for (c, ns) in self.iter() {
+            if ns > 0 && best.is_none_or(|(_, b)| ns > b) {
+                best = Some((c, ns));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_serialize_every_cause_and_sum() {
+        let mut t = CauseTotals::default();
+        t.add(Cause::Sync, 5);
+        t.add(Cause::Dataloader, 7);
+        t.add(Cause::Sync, 1);
+        assert_eq!(t.total(), 13);
+        assert_eq!(t.top(), Some(Cause::Dataloader));
+        let names: Vec<_> = Cause::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "profiler",
+                "sync",
+                "dataloader",
+                "cpu_op",
+                "framework_overhead",
+                "launch_overhead",
+                "untraced"
+            ]
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! The idle report of one device: idle time by cause, the longest gaps and
+//! the operators that cause the most idle time, as plain serializable data.
+//!
+//! ```text
+//! segments   [sync 10][fw 5]     [dataloader 30][launch 5]     [sync 10]
+//!            \_____ gap 1 _____/ \________ gap 2 ________/     \ gap 3 /
+//!
+//! idle_by_cause_ns   sync 20, dataloader 30, framework_overhead 5, launch_overhead 5
+//! top_gaps           gap 2 (35 ns, cause dataloader), gap 1 (15 ns, sync), gap 3
+//! top_idle_operators grouped by (cause, operator, annotation, source)
+//! ```
+
+use crate::attribution::display_source;
+use crate::causes::{Cause, CauseTotals};
+use crate::intervals::Span;
+use crate::segments::{IdleAnalyzer, IdleSegment};
+use gapscope_collectors::trace::{Ns, StrId, Strings, Trace, NONE};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// How many gaps [`Attribution::top_gaps`] keeps.
+pub const TOP_GAPS: usize = 20;
+/// How many operators per cause [`Attribution::top_idle_operators`] keeps.
+pub const TOP_OPERATORS_PER_CAUSE: usize = 10;
+
+/// Idle time of one device in one window, by cause and by culprit.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Attribution {
+    /// GPU index.
+    pub device: u32,
+    /// The window analyzed, `[start, end)` ns since the trace origin.
+    pub window: Span,
+    /// Total idle ns in the window (equals the sum of `idle_by_cause_ns`).
+    pub idle_ns: Ns,
+    /// Idle ns per cause; every cause present.
+    pub idle_by_cause_ns: CauseTotals,
+    /// The longest gaps, longest first, at most [`TOP_GAPS`].
+    pub top_gaps: Vec<TopGap>,
+    /// The operators behind the most idle time, per cause, most first.
+    pub top_idle_operators: Vec<TopIdleOperator>,
+}
+
+/// One of the longest gaps, described by its largest segment.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TopGap {
+    /// GPU index.
+    pub device: u32,
+    /// Gap start, ns since the trace origin.
+    pub start_ns: Ns,
+    /// Gap length, ns.
+    pub dur_ns: Ns,
+    /// Cause of the gap's largest segment.
+    pub cause: Cause,
+    /// Operator of that segment.
+    pub operator: Option<String>,
+    /// Annotation / module / DataLoader range of that segment.
+    pub annotation: Option<String>,
+    /// Source frame of that segment.
+    pub source: Option<String>,
+}
+
+/// Idle time grouped by cause and culprit.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TopIdleOperator {
+    /// Operator name (`aten::item`), if one is blamed.
+    pub operator: Option<String>,
+    /// Nearest annotation / module / DataLoader range.
+    pub annotation: Option<String>,
+    /// Source frame (`train.py(42): step`).
+    pub source: Option<String>,
+    /// The cause.
+    pub cause: Cause,
+    /// Idle ns.
+    pub idle_ns: Ns,
+    /// Number of segments.
+    pub count: u64,
+}
+
+/// Attributes the idle time of `device` inside `window`.
+pub fn attribute(trace: &Trace, device: u32, window: Span) -> Attribution {
+    let segs = IdleAnalyzer::new(trace).segments(device, window);
+    summarize(trace, device, window, &segs)
+}
+
+/// Builds the [`Attribution`] of segments already computed for `device`
+/// and `window` (e.g. by [`IdleAnalyzer::segments`]).
+pub fn summarize(trace: &Trace, device: u32, window: Span, segs: &[IdleSegment]) -> Attribution {
+    let idle_by_cause_ns = by_cause(segs);
+    Attribution {
+        device,
+        window,
+        idle_ns: idle_by_cause_ns.total(),
+        idle_by_cause_ns,
+        top_gaps: top_gaps(trace, device, segs),
+        top_idle_operators: top_operators(trace, segs),
+    }
+}
+
+/// Idle ns per cause of `segs`.
+pub fn by_cause(segs: &[IdleSegment]) -> CauseTotals {
+    let mut t = CauseTotals::default();
+    for s in segs {
+        t.add(s.cause, s.dur());
+    }
+    t
+}
+
+/// Idle ns per cause of the parts of sorted `segs` inside `span` (a step).
+pub fn by_cause_in(segs: &[IdleSegment], (s, e): Span) -> CauseTotals {
+    let first = segs.partition_point(|g| g.end <= s);
+    let mut t = CauseTotals::default();
+    for g in segs[first..].iter().take_while(|g| g.start < e) {
+        t.add(g.cause, g.end.min(e) - g.start.max(s));
+    }
+    t
+}
+
+/// Groups sorted segments into gaps: gaps never touch (busy time separates
+/// them), so a run of touching segments is one gap.
+pub fn gap_runs(segs: &[IdleSegment]) -> impl Iterator<Item = &[IdleSegment]> {
+    segs.chunk_by(|a, b| a.end == b.start)
+}
+
+fn top_gaps(trace: &Trace, device: u32, segs: &[IdleSegment]) -> Vec<TopGap> {
+    let mut runs: Vec<&[IdleSegment]> = gap_runs(segs).collect();
+    let dur = |r: &[IdleSegment]| r[r.len() - 1].end - r[0].start;
+    runs.sort_by_key(|r| (std::cmp::Reverse(dur(r)), r[0].start));
+    runs.truncate(TOP_GAPS);
+    runs.into_iter()
+        .map(|r| {
+            let main = r
+                .iter()
+                .max_by_key(|s| (s.dur(), std::cmp::Reverse(s.start)))
+                .unwrap();
+            TopGap {
+                device,
+                start_ns: r[0].start,
+                dur_ns: dur(r),
+                cause: main.cause,
+                operator: op_name(trace, main.op),
+                annotation: op_name(trace, main.annotation),
+                source: source_name(trace, main.source),
+            }
+        })
+        .collect()
+}
+
+/// Cause, operator name, annotation name, source.
+type GroupKey = (Cause, Option<StrId>, Option<StrId>, StrId);
+
+fn top_operators(trace: &Trace, segs: &[IdleSegment]) -> Vec<TopIdleOperator> {
+    // Group by names, not rows: the same operator recurs every step.
+    let name = |row: u32| (row != NONE).then(|| trace.cpu_ops.name[row as usize]);
+    let mut groups: HashMap<GroupKey, (Ns, u64)> = HashMap::new();
+    for s in segs {
+        let g = groups
+            .entry((s.cause, name(s.op), name(s.annotation), s.source))
+            .or_default();
+        g.0 += s.dur();
+        g.1 += 1;
+    }
+    let mut rows: Vec<_> = groups.into_iter().collect();
+    rows.sort_by_key(|&((c, op, ann, src), (ns, _))| (c, std::cmp::Reverse(ns), op, ann, src));
+    let mut out: Vec<TopIdleOperator> = Vec::new();
+    for ((cause, op, ann, src), (idle_ns, count)) in rows {
+        if out.iter().filter(|o| o.cause == cause).count() < TOP_OPERATORS_PER_CAUSE {
+            out.push(TopIdleOperator {
+                operator: op.map(|s| trace.strings.get(s).to_string()),
+                annotation: ann.map(|s| trace.strings.get(s).to_string()),
+                source: source_name(trace, src),
+                cause,
+                idle_ns,
+                count,
+            });
+        }
+    }
+    out.sort_by_key(|o| (std::cmp::Reverse(o.idle_ns), o.cause));
+    out
+}
+
+fn op_name(trace: &Trace, row: u32) -> Option<String> {
+    trace.op_name(row).map(str::to_string)
+}
+
+fn source_name(trace: &Trace, id: StrId) -> Option<String> {
+    (id != Strings::EMPTY).then(|| display_source(trace.strings.get(id)).to_string())
+}
