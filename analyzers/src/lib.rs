@@ -3,10 +3,18 @@
 
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod attribution;
+pub mod breakdown;
 pub mod causes;
 pub mod evidence;
 pub mod gaps;
 pub mod idle;
 pub mod intervals;
+pub mod kinds;
+pub mod launch_stats;
 pub mod segments;
+pub mod temporal;
+pub mod window;
+
+pub use analysis::{analyze, Analysis, AnalyzeOptions};

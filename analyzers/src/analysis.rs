@@ -1,0 +1,258 @@
+//! [`Analysis`]: everything gapscope computes about one trace, as plain
+//! serializable data; [`analyze`] is the entry point.
+//!
+//! The JSON form is versioned by [`SCHEMA_VERSION`]. Fields added later are
+//! `Option`/`Vec` with `#[serde(default, skip_serializing_if = ...)]`, so
+//! older files still read and the version only moves on breaking changes.
+
+use crate::breakdown::{timelines, Breakdown};
+use crate::launch_stats::{launch_stats, LaunchOptions, LaunchStats};
+use crate::temporal::{temporal, Temporal};
+use crate::window::{self, WindowOptions};
+use gapscope_collectors::trace::{Ns, Trace};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the [`Analysis`] JSON schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What to analyse and with which thresholds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnalyzeOptions {
+    /// Step selection (`--steps`, `--exclude-last-step`).
+    pub window: WindowOptions,
+    /// Launch-statistics cutoffs.
+    pub launch: LaunchOptions,
+}
+
+/// The result of analysing one trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// [`SCHEMA_VERSION`] of this value.
+    pub schema_version: u32,
+    /// Where the trace came from.
+    pub source: SourceInfo,
+    /// The analysed range.
+    pub window: WindowInfo,
+    /// One report per device with busy GPU activity, sorted by id (empty for
+    /// a CPU-only trace).
+    pub devices: Vec<DeviceReport>,
+    /// The selected steps, each with its per-device breakdown.
+    pub steps: Vec<StepReport>,
+    /// Counts of rows and of oddities.
+    pub diagnostics: AnalysisDiagnostics,
+}
+
+/// Provenance of the analysed trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceInfo {
+    /// The file or capture, as the user named it.
+    pub path: String,
+    /// The format read (`kineto-json`, ...).
+    pub format: String,
+    /// Absolute time of the trace's 0 in the source's clock, ns.
+    pub origin_ns: i64,
+    /// Distributed rank, when known.
+    pub rank: Option<i64>,
+    /// Distributed world size, when known.
+    pub world_size: Option<i64>,
+}
+
+/// The analysed range and how it was chosen.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowInfo {
+    /// Start, ns since the trace origin.
+    pub start_ns: Ns,
+    /// End, ns since the trace origin.
+    pub end_ns: Ns,
+    /// `end_ns − start_ns`.
+    pub duration_ns: Ns,
+    /// `steps` when bounded by ProfilerSteps, `trace` when by the first and
+    /// last event, `empty` when the selection kept nothing.
+    pub basis: String,
+    /// Number of ProfilerSteps in the whole trace.
+    pub steps_in_trace: u64,
+    /// Numbers of the selected steps.
+    pub steps_selected: Vec<u64>,
+    /// The options that chose it.
+    pub options: WindowOptions,
+}
+
+/// Everything about one device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceReport {
+    /// GPU index.
+    pub device: u32,
+    /// Its name from the trace, else `GPU n`.
+    pub name: String,
+    /// Where the window's time went.
+    pub breakdown: Breakdown,
+    /// HTA-compatible temporal breakdown over the selection.
+    pub temporal: Temporal,
+    /// Kernel launch statistics over the selection.
+    pub launch_stats: LaunchStats,
+}
+
+/// One selected step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepReport {
+    /// `N` of `ProfilerStep#N`.
+    pub step: u64,
+    /// Start, ns since the trace origin.
+    pub start_ns: Ns,
+    /// End, ns since the trace origin.
+    pub end_ns: Ns,
+    /// Breakdown of the step's range, per device (same order as
+    /// [`Analysis::devices`]).
+    pub devices: Vec<StepDevice>,
+}
+
+/// One device's breakdown over one step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepDevice {
+    /// GPU index.
+    pub device: u32,
+    /// Where the step's time went.
+    pub breakdown: Breakdown,
+}
+
+/// Row counts and oddities, for users to judge how far to trust the result.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnalysisDiagnostics {
+    /// Rows per table in the whole trace.
+    pub rows: RowCounts,
+    /// Rows per table kept by the step selection.
+    pub rows_selected: RowCounts,
+    /// Sync records in the selection (never counted busy).
+    pub sync_records: u64,
+    /// Selected GPU rows with no launching runtime call.
+    pub gpu_rows_without_launch: u64,
+    /// What the importer counted (skipped events and the like), by reason.
+    pub importer: BTreeMap<String, u64>,
+}
+
+/// Number of rows per table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowCounts {
+    /// GPU activity rows (kernels, copies, memsets, sync records).
+    pub gpu: u64,
+    /// Runtime/driver calls.
+    pub runtime: u64,
+    /// CPU ranges.
+    pub cpu_ops: u64,
+    /// Markers.
+    pub markers: u64,
+}
+
+impl RowCounts {
+    fn of(t: &Trace) -> Self {
+        RowCounts {
+            gpu: t.gpu.len() as u64,
+            runtime: t.runtime.len() as u64,
+            cpu_ops: t.cpu_ops.len() as u64,
+            markers: t.markers.len() as u64,
+        }
+    }
+}
+
+/// Analyses `trace`: selects the window, then computes the per-device and
+/// per-step breakdowns, the HTA-compatible temporal block and the launch
+/// statistics.
+pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
+    let selected = window::select(trace, &opts.window);
+    let win = window::window(&selected);
+    let timelines = timelines(&selected);
+    let mut temporal = temporal(&selected).into_iter();
+    let mut launches = launch_stats(&selected, &opts.launch).into_iter().peekable();
+    let devices = timelines
+        .iter()
+        .map(|tl| DeviceReport {
+            device: tl.device,
+            name: device_name(trace, tl.device),
+            breakdown: tl.breakdown(win.span),
+            // Both lists hold the same active devices in the same order.
+            temporal: temporal.next().map(|(_, t)| t).unwrap_or_default(),
+            launch_stats: launches
+                .next_if(|(d, _)| *d == tl.device)
+                .map(|(_, s)| s)
+                .unwrap_or_default(),
+        })
+        .collect();
+    let steps = win
+        .steps
+        .iter()
+        .map(|s| StepReport {
+            step: s.number,
+            start_ns: s.start,
+            end_ns: s.end,
+            devices: timelines
+                .iter()
+                .map(|tl| StepDevice {
+                    device: tl.device,
+                    breakdown: tl.breakdown((s.start, s.end)),
+                })
+                .collect(),
+        })
+        .collect();
+    Analysis {
+        schema_version: SCHEMA_VERSION,
+        source: source_info(trace),
+        window: window_info(trace, &selected, &win, &opts.window),
+        devices,
+        steps,
+        diagnostics: diagnostics(trace, &selected),
+    }
+}
+
+fn device_name(trace: &Trace, device: u32) -> String {
+    (0..trace.devices.len())
+        .find(|&i| trace.devices.id[i] == device)
+        .map(|i| trace.strings.get(trace.devices.name[i]))
+        .filter(|n| !n.is_empty())
+        .map_or_else(|| format!("GPU {device}"), str::to_string)
+}
+
+fn source_info(trace: &Trace) -> SourceInfo {
+    SourceInfo {
+        path: trace.meta.source.clone(),
+        format: trace.meta.format.clone(),
+        origin_ns: trace.meta.origin_ns,
+        rank: trace.meta.rank,
+        world_size: trace.meta.world_size,
+    }
+}
+
+fn window_info(trace: &Trace, selected: &Trace, win: &window::Window, opts: &WindowOptions) -> WindowInfo {
+    let basis = if !win.steps.is_empty() {
+        "steps"
+    } else if RowCounts::of(selected) == RowCounts::default() {
+        "empty"
+    } else {
+        "trace"
+    };
+    WindowInfo {
+        start_ns: win.span.0,
+        end_ns: win.span.1,
+        duration_ns: win.span.1 - win.span.0,
+        basis: basis.to_string(),
+        steps_in_trace: window::steps(trace).len() as u64,
+        steps_selected: win.steps.iter().map(|s| s.number).collect(),
+        options: *opts,
+    }
+}
+
+fn diagnostics(trace: &Trace, selected: &Trace) -> AnalysisDiagnostics {
+    let gpu = &selected.gpu;
+    AnalysisDiagnostics {
+        rows: RowCounts::of(trace),
+        rows_selected: RowCounts::of(selected),
+        sync_records: (0..gpu.len()).filter(|&i| !gpu.is_busy(i)).count() as u64,
+        gpu_rows_without_launch: selected
+            .links
+            .gpu_launch
+            .iter()
+            .filter(|&&r| r == gapscope_collectors::trace::NONE)
+            .count() as u64,
+        importer: trace.diagnostics.counts.clone(),
+    }
+}

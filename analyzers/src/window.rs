@@ -1,0 +1,296 @@
+//! Which part of a trace is analysed: the profiled steps and the selection
+//! options `--steps A..B` and `--exclude-last-step`.
+//!
+//! ```text
+//! cpu   [step 1.......][step 2.......]   [step 3.......]
+//! gpu      [k c=1]  [k c=2]       [k c=3]    [k c=4]
+//!
+//! window (all steps):      step 1 start .. step 3 end
+//! exclude_last_step:       cpu rows starting before step 3 (and the GPU rows
+//!                          they launched: c=1..3, even if c=3 runs into
+//!                          step 3's time); window step 1 start .. step 2 end
+//! ```
+
+use crate::intervals::Span;
+use gapscope_collectors::trace::{CpuOpKind, Ns, Trace, NONE};
+use serde::{Deserialize, Serialize};
+
+/// How to choose the analysed part of a trace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowOptions {
+    /// Only steps `A..=B`, by the `N` of `ProfilerStep#N`.
+    pub steps: Option<(u64, u64)>,
+    /// Drop the last step the way HTA does by default (its
+    /// `include_last_profiler_step=False`); only when there are 2 or more.
+    pub exclude_last_step: bool,
+}
+
+/// One profiled step: a `ProfilerStep#N` range on the CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// `N` of `ProfilerStep#N` (its position when the name has no number).
+    pub number: u64,
+    /// Start, ns since the trace origin.
+    pub start: Ns,
+    /// End, ns since the trace origin.
+    pub end: Ns,
+}
+
+/// The steps of `trace`, sorted by start. A step recorded on several threads
+/// (same `N`) becomes one step covering all its ranges.
+pub fn steps(trace: &Trace) -> Vec<Step> {
+    let ops = &trace.cpu_ops;
+    let mut out: Vec<Step> = (0..ops.len())
+        .filter(|&i| ops.kind[i] == CpuOpKind::ProfilerStep)
+        .map(|i| Step {
+            number: step_number(trace.strings.get(ops.name[i])).unwrap_or(u64::MAX),
+            start: ops.start[i],
+            end: ops.end[i],
+        })
+        .collect();
+    out.sort_unstable_by_key(|s| (s.start, s.end));
+    merge_same_number(&mut out);
+    for (pos, s) in out.iter_mut().enumerate() {
+        if s.number == u64::MAX {
+            s.number = pos as u64;
+        }
+    }
+    out
+}
+
+/// `N` of `ProfilerStep#N`.
+pub fn step_number(name: &str) -> Option<u64> {
+    name.rsplit_once('#')?.1.trim().parse().ok()
+}
+
+fn merge_same_number(steps: &mut Vec<Step>) {
+    let mut merged: Vec<Step> = Vec::with_capacity(steps.len());
+    for s in steps.drain(..) {
+        match merged
+            .iter_mut()
+            .find(|m| m.number == s.number && s.number != u64::MAX)
+        {
+            Some(m) => {
+                m.start = m.start.min(s.start);
+                m.end = m.end.max(s.end);
+            }
+            None => merged.push(s),
+        }
+    }
+    merged.sort_unstable_by_key(|s| (s.start, s.end));
+    *steps = merged;
+}
+
+/// The analysed time range of a (selected) trace and its steps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// `[start, end)` in ns since the trace origin.
+    pub span: Span,
+    /// The steps inside it (empty when the trace has none).
+    pub steps: Vec<Step>,
+}
+
+/// The window of an already [`select`]ed trace: first step start to last
+/// step end when it has steps, else its first to last event (all tables).
+pub fn window(selected: &Trace) -> Window {
+    let steps = steps(selected);
+    let span = match (steps.first(), steps.last()) {
+        (Some(f), Some(l)) => (f.start, steps.iter().map(|s| s.end).max().unwrap_or(l.end)),
+        _ => event_extent(selected),
+    };
+    Window { span, steps }
+}
+
+/// First start to last end over every row of every table; `(0, 0)` when empty.
+pub fn event_extent(trace: &Trace) -> Span {
+    let columns = [
+        (&trace.gpu.start, &trace.gpu.end),
+        (&trace.runtime.start, &trace.runtime.end),
+        (&trace.cpu_ops.start, &trace.cpu_ops.end),
+        (&trace.markers.start, &trace.markers.end),
+    ];
+    let start = columns.iter().filter_map(|(s, _)| s.iter().min()).min();
+    let end = columns.iter().filter_map(|(_, e)| e.iter().max()).max();
+    match (start, end) {
+        (Some(&s), Some(&e)) => (s, e),
+        _ => (0, 0),
+    }
+}
+
+/// The CPU-time range `[lo, hi)` whose rows a selection keeps, or `None`
+/// when the options keep everything.
+///
+/// HTA assigns a CPU row to the step holding its start, and everything
+/// before the first step to no step but keeps it; we do the same: rows
+/// before the first selected step are kept when that step is the trace's
+/// first, and the selection ends where the step after the last selected one
+/// begins (so CPU work between two steps stays with the earlier step).
+fn cpu_range(all: &[Step], opts: &WindowOptions) -> Option<Span> {
+    let mut kept: &[Step] = all;
+    if opts.exclude_last_step && all.len() >= 2 {
+        kept = &all[..all.len() - 1];
+    }
+    if let Some((a, b)) = opts.steps {
+        let first = kept.iter().position(|s| s.number >= a && s.number <= b);
+        let last = kept.iter().rposition(|s| s.number >= a && s.number <= b);
+        return Some(match (first, last) {
+            (Some(f), Some(l)) => (
+                if f == 0 { Ns::MIN } else { kept[f].start },
+                all.get(l + 1).map_or(Ns::MAX, |s| s.start),
+            ),
+            _ => (0, 0), // no such step: select nothing
+        });
+    }
+    (kept.len() < all.len()).then(|| (Ns::MIN, all[kept.len()].start))
+}
+
+/// The part of `trace` that `opts` selects, as a new trace with consistent
+/// links.
+///
+/// Without options (or with `exclude_last_step` on a trace with fewer than 2
+/// steps) this is a copy. Otherwise, as HTA does: CPU-side rows (operators,
+/// runtime calls, markers) are kept when they start inside the selected
+/// steps' CPU range, and GPU rows only when the runtime call that launched
+/// them (same correlation) is kept, so orphans without a launch go too.
+pub fn select(trace: &Trace, opts: &WindowOptions) -> Trace {
+    match cpu_range(&steps(trace), opts) {
+        None => trace.clone(),
+        Some(range) => filter(trace, range),
+    }
+}
+
+fn in_range(range: Span) -> impl Fn(&Ns) -> bool {
+    move |&t| t >= range.0 && t < range.1
+}
+
+fn filter(trace: &Trace, range: Span) -> Trace {
+    let keep_rt: Vec<bool> = trace.runtime.start.iter().map(in_range(range)).collect();
+    let keep_op: Vec<bool> = trace.cpu_ops.start.iter().map(in_range(range)).collect();
+    let keep_mk: Vec<bool> = trace.markers.start.iter().map(in_range(range)).collect();
+    let keep_gpu: Vec<bool> = trace
+        .links
+        .gpu_launch
+        .iter()
+        .map(|&r| r != NONE && keep_rt[r as usize])
+        .collect();
+    let rt_map = new_index(&keep_rt);
+    let op_map = new_index(&keep_op);
+
+    let mut out = trace.clone_meta();
+    out.gpu = trace.gpu.clone();
+    out.gpu.retain_rows(&keep_gpu);
+    out.runtime = trace.runtime.clone();
+    out.runtime.retain_rows(&keep_rt);
+    out.cpu_ops = trace.cpu_ops.clone();
+    out.cpu_ops.retain_rows(&keep_op);
+    out.markers = trace.markers.clone();
+    out.markers.retain_rows(&keep_mk);
+
+    out.links.gpu_launch = retained(&trace.links.gpu_launch, &keep_gpu, &rt_map);
+    out.links.runtime_op = retained(&trace.links.runtime_op, &keep_rt, &op_map);
+    out.links.runtime_gpu_count = vec![0; out.runtime.len()];
+    for &r in &out.links.gpu_launch {
+        out.links.runtime_gpu_count[r as usize] += 1;
+    }
+    renest(&mut out, &op_map, &trace.cpu_ops.parent, &keep_op);
+    out
+}
+
+/// Old row index → new row index after keeping `keep` ([`NONE`] if dropped).
+fn new_index(keep: &[bool]) -> Vec<u32> {
+    let mut next = 0u32;
+    keep.iter()
+        .map(|&k| {
+            if k {
+                next += 1;
+                next - 1
+            } else {
+                NONE
+            }
+        })
+        .collect()
+}
+
+/// The kept entries of a link column, pointing at new row indices.
+fn retained(links: &[u32], keep: &[bool], map: &[u32]) -> Vec<u32> {
+    links
+        .iter()
+        .zip(keep)
+        .filter(|(_, &k)| k)
+        .map(|(&l, _)| if l == NONE { NONE } else { map[l as usize] })
+        .collect()
+}
+
+/// Remaps parents, recomputes depths (a parent that was dropped makes its
+/// child top level) and the per-thread row offsets.
+fn renest(out: &mut Trace, op_map: &[u32], old_parent: &[u32], keep: &[bool]) {
+    let parents = retained(old_parent, keep, op_map);
+    let ops = &mut out.cpu_ops;
+    for (i, &p) in parents.iter().enumerate() {
+        ops.parent[i] = p;
+        // Parents precede children, so the parent's depth is already final.
+        ops.depth[i] = if p == NONE {
+            0
+        } else {
+            ops.depth[p as usize].saturating_add(1)
+        };
+    }
+    let mut start = vec![0u32; out.threads.len() + 1];
+    for t in &ops.thread {
+        start[t.0 as usize + 1] += 1;
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    out.cpu_op_thread_start = start;
+}
+
+/// The trace's tables that a selection does not filter.
+trait CloneMeta {
+    fn clone_meta(&self) -> Trace;
+}
+
+impl CloneMeta for Trace {
+    fn clone_meta(&self) -> Trace {
+        Trace {
+            meta: self.meta.clone(),
+            strings: self.strings.clone(),
+            threads: self.threads.clone(),
+            devices: self.devices.clone(),
+            diagnostics: self.diagnostics.clone(),
+            ..Trace::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_numbers_parse() {
+        assert_eq!(step_number("ProfilerStep#12"), Some(12));
+        assert_eq!(step_number("ProfilerStep"), None);
+    }
+
+    #[test]
+    fn cpu_range_rules() {
+        let s = |n, a, b| Step {
+            number: n,
+            start: a,
+            end: b,
+        };
+        let all = [s(1, 0, 10), s(2, 10, 20), s(3, 25, 30)];
+        let o = |steps, ex| WindowOptions {
+            steps,
+            exclude_last_step: ex,
+        };
+        assert_eq!(cpu_range(&all, &o(None, false)), None);
+        assert_eq!(cpu_range(&all, &o(None, true)), Some((Ns::MIN, 25)));
+        assert_eq!(cpu_range(&all[..1], &o(None, true)), None);
+        assert_eq!(cpu_range(&all, &o(Some((2, 3)), false)), Some((10, Ns::MAX)));
+        assert_eq!(cpu_range(&all, &o(Some((2, 3)), true)), Some((10, 25)));
+        assert_eq!(cpu_range(&all, &o(Some((1, 1)), false)), Some((Ns::MIN, 10)));
+        assert_eq!(cpu_range(&all, &o(Some((7, 9)), false)), Some((0, 0)));
+    }
+}
