@@ -2,10 +2,12 @@
 //!
 //! - [`trace`]: the columnar, nanosecond, interned data model ([`trace::Trace`])
 //!   and the [`trace::TraceBuilder`] every source goes through.
+//! - [`kineto`]: PyTorch profiler (Kineto) Chrome-trace JSON import.
 //!
 //! Collectors only record what happened; deciding what is a problem is the
 //! analyzers' job.
 
 #![deny(missing_docs)]
 
+pub mod kineto;
 pub mod trace;

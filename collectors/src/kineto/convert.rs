@@ -1,0 +1,378 @@
+//! Turns wire events into Trace rows, one chunk of `traceEvents` at a time.
+//!
+//! Each parallel chunk gets its own [`Converter`] (its own
+//! [`TraceBuilder`]); they are [`absorb`](Converter::absorb)ed in file order.
+//! Whatever needs the whole trace waits for that: `B`/`E` pairs (a pair may
+//! straddle two chunks) and thread names from metadata (they apply to CPU
+//! threads only, known once every row is in).
+
+use super::category::{classify, copy_info, memset_mem, Class};
+use super::number::micros_to_ns;
+use super::wire::{IdOrStr, RawArgs, RawEvent};
+use crate::trace::*;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+
+/// Events skipped or odd, with their index in the chunk, merged into
+/// [`Diagnostics`] once the chunk's position in the file is known.
+#[derive(Default)]
+pub struct Defects {
+    counts: BTreeMap<&'static str, u64>,
+    examples: Vec<(usize, &'static str, String)>,
+}
+
+impl Defects {
+    /// Examples kept per reason per chunk (Diagnostics keeps 3 in all).
+    const EXAMPLES_PER_REASON: u64 = 3;
+
+    /// Counts event `index` under `reason`.
+    pub fn note(&mut self, index: usize, reason: &'static str, detail: impl FnOnce() -> String) {
+        let n = self.counts.entry(reason).or_insert(0);
+        *n += 1;
+        if *n <= Self::EXAMPLES_PER_REASON {
+            self.examples.push((index, reason, detail()));
+        }
+    }
+
+    /// Writes these into `diag`, numbering events from `base`.
+    fn merge_into(self, diag: &mut Diagnostics, base: usize) {
+        let mut counts = self.counts;
+        for (i, reason, detail) in self.examples {
+            diag.note(reason, || format!("event #{}: {detail}", base + i));
+            if let Some(c) = counts.get_mut(reason) {
+                *c -= 1;
+            }
+        }
+        for (reason, c) in counts.into_iter().filter(|&(_, c)| c > 0) {
+            *diag.counts.entry(reason.to_string()).or_insert(0) += c;
+        }
+    }
+}
+
+/// A `(pid, tid)` key as stored in [`ThreadTable`].
+type ThreadKey = (i64, i64);
+
+/// Fills one [`TraceBuilder`] from events.
+pub struct Converter<'a> {
+    /// The rows so far.
+    pub builder: TraceBuilder,
+    defects: Defects,
+    /// `B`/`E` events in file order, with their chunk-local index.
+    halves: Vec<(usize, RawEvent<'a>)>,
+    /// `thread_name` metadata: key and name.
+    thread_names: Vec<(ThreadKey, Cow<'a, str>)>,
+    /// Threads that hold CPU rows, and their builder ids.
+    threads: HashMap<ThreadKey, ThreadId>,
+}
+
+impl<'a> Converter<'a> {
+    /// An empty converter.
+    pub fn new() -> Self {
+        Converter {
+            builder: TraceBuilder::new(),
+            defects: Defects::default(),
+            halves: Vec::new(),
+            thread_names: Vec::new(),
+            threads: HashMap::new(),
+        }
+    }
+
+    /// Records that event `index` was skipped or odd.
+    pub fn defect(&mut self, index: usize, reason: &'static str, detail: impl FnOnce() -> String) {
+        self.defects.note(index, reason, detail);
+    }
+
+    /// Converts event number `index` (within this chunk).
+    pub fn event(&mut self, index: usize, ev: RawEvent<'a>) {
+        match ev.ph.as_deref() {
+            Some("X") => {
+                if let Some((start, end)) = self.times(index, &ev) {
+                    self.complete(index, &ev, start, end);
+                }
+            }
+            Some("B" | "E") => self.halves.push((index, ev)),
+            Some("i" | "I") => self.instant(index, &ev),
+            Some("C") => self.counter(index, &ev),
+            Some("M") => self.metadata(&ev),
+            // Flows are not defects and carry nothing new: Kineto's `ac2g`
+            // flows repeat what correlation ids link, `fwdbwd` flows join
+            // autograd ops that sequence numbers also join.
+            Some("s" | "f" | "t") => {}
+            Some(_) => self.defect(index, "unknown_phase", || describe(&ev)),
+            None => self.defect(index, "missing_phase", || describe(&ev)),
+        }
+    }
+
+    /// Start and end of a complete event, or `None` (noted) when unusable.
+    fn times(&mut self, index: usize, ev: &RawEvent<'a>) -> Option<(Ns, Ns)> {
+        let start = self.ts(index, ev)?;
+        let dur = match ev.dur.map(|d| micros_to_ns(d.get().as_bytes())) {
+            Some(Some(d)) => d,
+            Some(None) => return self.skip(index, "bad_duration", ev),
+            None => return self.skip(index, "missing_duration", ev),
+        };
+        if dur < 0 {
+            return self.skip(index, "negative_duration", ev);
+        }
+        match start.checked_add(dur) {
+            Some(end) => Some((start, end)),
+            None => self.skip(index, "bad_duration", ev),
+        }
+    }
+
+    fn ts(&mut self, index: usize, ev: &RawEvent<'a>) -> Option<Ns> {
+        match ev.ts.map(|t| micros_to_ns(t.get().as_bytes())) {
+            Some(Some(t)) => Some(t),
+            Some(None) => self.skip(index, "bad_timestamp", ev),
+            None => self.skip(index, "missing_timestamp", ev),
+        }
+    }
+
+    fn skip<T>(&mut self, index: usize, reason: &'static str, ev: &RawEvent<'a>) -> Option<T> {
+        self.defect(index, reason, || describe(ev));
+        None
+    }
+
+    /// A complete range, from an `X` event or a matched `B`/`E` pair.
+    fn complete(&mut self, index: usize, ev: &RawEvent<'a>, start: Ns, end: Ns) {
+        let name = ev.name.as_deref().unwrap_or("");
+        let args = ev.args.as_ref();
+        match classify(ev.cat.as_deref().unwrap_or(""), name) {
+            Class::Cpu(kind) => self.cpu_op(ev, kind, start, end),
+            Class::Runtime(api) => self.runtime(ev, api, start, end),
+            Class::Gpu(kind) => self.gpu(index, ev, kind, start, end),
+            Class::GpuMarker(kind) => {
+                let (device, stream) = gpu_place(ev, args);
+                let mut m = Marker::new(kind, start, end, self.builder.intern(name));
+                m.device = device.unwrap_or(u32::MAX);
+                m.stream = stream;
+                self.builder.push_marker(m);
+            }
+            Class::Unknown => {
+                self.defect(index, "unknown_category", || describe(ev));
+                self.cpu_op(ev, CpuOpKind::Other, start, end);
+            }
+        }
+    }
+
+    fn cpu_op(&mut self, ev: &RawEvent<'a>, kind: CpuOpKind, start: Ns, end: Ns) {
+        let thread = self.cpu_thread(&ev.pid, &ev.tid);
+        let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
+        let mut op = CpuOp::new(thread, start, end, name, kind);
+        if kind == CpuOpKind::PythonFunction {
+            // Python frames are named `file.py(42): fn`: the name is the source.
+            op.source = name;
+        }
+        if let Some(a) = &ev.args {
+            op.external_id = id(a.external_id);
+            op.sequence = a.sequence.unwrap_or(-1);
+            op.shapes = a
+                .input_dims
+                .map_or(Strings::EMPTY, |d| self.builder.intern(d.get()));
+        }
+        self.builder.push_cpu_op(op);
+    }
+
+    fn runtime(&mut self, ev: &RawEvent<'a>, api: ApiKind, start: Ns, end: Ns) {
+        let thread = self.cpu_thread(&ev.pid, &ev.tid);
+        let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
+        let args = ev.args.as_ref();
+        let mut call = RuntimeCall::new(thread, start, end, name, id(args.and_then(|a| a.correlation)));
+        call.api = api;
+        call.external_id = id(args.and_then(|a| a.external_id));
+        self.builder.push_runtime(call);
+    }
+
+    fn gpu(&mut self, index: usize, ev: &RawEvent<'a>, kind: GpuKind, start: Ns, end: Ns) {
+        let args = ev.args.as_ref();
+        let (Some(device), stream) = gpu_place(ev, args) else {
+            return self.defect(index, "gpu_event_without_device", || describe(ev));
+        };
+        let name_text = ev.name.as_deref().unwrap_or("");
+        let name = self.builder.intern(name_text);
+        let mut row = GpuActivity::new(kind, device, stream, start, end, name, 0);
+        if let Some(a) = args {
+            fill_gpu_args(&mut row, a);
+        }
+        match kind {
+            GpuKind::Memcpy => {
+                let kind_arg = args.and_then(|a| a.kind.as_deref());
+                (row.copy_kind, row.src_mem, row.dst_mem) = copy_info(name_text, kind_arg);
+            }
+            GpuKind::Memset => row.src_mem = memset_mem(name_text),
+            GpuKind::Kernel | GpuKind::Sync => {}
+        }
+        self.builder.push_gpu(row);
+    }
+
+    fn instant(&mut self, index: usize, ev: &RawEvent<'a>) {
+        let Some(t) = self.ts(index, ev) else { return };
+        let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
+        let mut m = Marker::new(MarkerKind::Instant, t, t, name);
+        // Global (`g`) and process (`p`) instants belong to no thread.
+        if !matches!(ev.scope.as_deref(), Some("g" | "p")) {
+            m.thread = self.cpu_thread(&ev.pid, &ev.tid);
+        }
+        self.builder.push_marker(m);
+    }
+
+    fn counter(&mut self, index: usize, ev: &RawEvent<'a>) {
+        let Some(t) = self.ts(index, ev) else { return };
+        let Some(value) = ev.args.as_ref().and_then(|a| a.first_number) else {
+            return self.defect(index, "counter_without_value", || describe(ev));
+        };
+        let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
+        let mut m = Marker::new(MarkerKind::Counter, t, t, name);
+        m.value = value;
+        self.builder.push_marker(m);
+    }
+
+    fn metadata(&mut self, ev: &RawEvent<'a>) {
+        if ev.name.as_deref() != Some("thread_name") {
+            // process_name, process_labels, *_sort_index: display-only.
+            return;
+        }
+        if let Some(name) = ev.args.as_ref().and_then(|a| a.name.clone()) {
+            self.thread_names.push(((key(&ev.pid), key(&ev.tid)), name.0));
+        }
+    }
+
+    /// The CPU thread of `pid`/`tid`, created on first use. A label tid
+    /// (`"PyTorch Profiler"`) names the thread it becomes.
+    fn cpu_thread(&mut self, pid: &IdOrStr<'a>, tid: &IdOrStr<'a>) -> ThreadId {
+        let k = (key(pid), key(tid));
+        if let Some(&t) = self.threads.get(&k) {
+            return t;
+        }
+        let t = self.builder.thread(k.0, k.1);
+        if let IdOrStr::Str(s) = tid {
+            if s.trim().parse::<i64>().is_err() {
+                self.builder.set_thread_name(t, s);
+            }
+        }
+        self.threads.insert(k, t);
+        t
+    }
+
+    /// Appends the next chunk's rows; its events are numbered from `base`.
+    pub fn absorb(&mut self, other: Converter<'a>, base: usize) {
+        // Our own defects first (numbered from 0), so examples stay in file order.
+        std::mem::take(&mut self.defects).merge_into(&mut self.builder.diagnostics, 0);
+        self.builder.append(other.builder);
+        other.defects.merge_into(&mut self.builder.diagnostics, base);
+        for k in other.threads.into_keys() {
+            let t = self.builder.thread(k.0, k.1);
+            self.threads.insert(k, t);
+        }
+        self.halves
+            .extend(other.halves.into_iter().map(|(i, ev)| (i + base, ev)));
+        self.thread_names.extend(other.thread_names);
+    }
+
+    /// Finishes what needs every chunk: `B`/`E` matching, thread names, and
+    /// this converter's own defects (it is chunk 0, numbered from 0).
+    pub fn into_builder(mut self) -> TraceBuilder {
+        std::mem::take(&mut self.defects).merge_into(&mut self.builder.diagnostics, 0);
+        self.match_begin_end();
+        let defects = std::mem::take(&mut self.defects);
+        defects.merge_into(&mut self.builder.diagnostics, 0);
+        for (k, name) in std::mem::take(&mut self.thread_names) {
+            if let Some(&t) = self.threads.get(&k) {
+                self.builder.set_thread_name(t, &name);
+            }
+        }
+        self.builder
+    }
+
+    /// Pairs `B` and `E` events per thread, as a stack (Trace Event Format:
+    /// "B/E events must be properly nested per thread").
+    fn match_begin_end(&mut self) {
+        let mut open: HashMap<ThreadKey, Vec<(usize, RawEvent<'a>, Ns)>> = HashMap::new();
+        for (index, ev) in std::mem::take(&mut self.halves) {
+            let Some(t) = self.ts(index, &ev) else { continue };
+            let k = (key(&ev.pid), key(&ev.tid));
+            if ev.ph.as_deref() == Some("B") {
+                open.entry(k).or_default().push((index, ev, t));
+                continue;
+            }
+            match open.get_mut(&k).and_then(Vec::pop) {
+                Some((bi, begin, start)) if t >= start => self.complete(bi, &begin, start, t),
+                Some((bi, begin, _)) => self.defect(bi, "negative_duration", || describe(&begin)),
+                None => self.defect(index, "unmatched_end", || describe(&ev)),
+            }
+        }
+        let mut left: Vec<_> = open.into_values().flatten().collect();
+        left.sort_by_key(|(i, _, _)| *i);
+        for (i, ev, _) in left {
+            self.defect(i, "unmatched_begin", || describe(&ev));
+        }
+    }
+}
+
+/// Device and stream of GPU-side work: `args.device` else the pid, and
+/// `args.stream` else the tid (`-1` when neither is a number).
+fn gpu_place(ev: &RawEvent<'_>, args: Option<&RawArgs<'_>>) -> (Option<u32>, i64) {
+    let device = args
+        .and_then(|a| a.device)
+        .or(match ev.pid {
+            IdOrStr::Int(p) => Some(p),
+            _ => None,
+        })
+        .and_then(|d| u32::try_from(d).ok());
+    let stream = args.and_then(|a| a.stream).or(match ev.tid {
+        IdOrStr::Int(t) => Some(t),
+        _ => None,
+    });
+    (device, stream.unwrap_or(-1))
+}
+
+fn fill_gpu_args(row: &mut GpuActivity, a: &RawArgs<'_>) {
+    row.correlation = id(a.correlation);
+    row.external_id = id(a.external_id);
+    row.bytes = a.bytes.and_then(|b| u64::try_from(b).ok()).unwrap_or(0);
+    row.grid = a.grid.unwrap_or_default();
+    row.block = a.block.unwrap_or_default();
+    row.registers = a.registers.and_then(|r| u32::try_from(r).ok()).unwrap_or(0);
+    row.shared_mem = a.shared_mem.and_then(|s| u32::try_from(s).ok()).unwrap_or(0);
+}
+
+/// An id column value: 0 means none, as do negative ids.
+fn id(v: Option<i64>) -> u64 {
+    v.and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
+}
+
+/// A thread-table id for a pid or tid. Integers and integer strings
+/// (`"25738"` in 2021 traces) are themselves; any other label maps to a
+/// stable negative id, the same in every chunk and every run (a hash of the
+/// text), and absent ids read as the empty label.
+pub fn key(v: &IdOrStr<'_>) -> i64 {
+    match v {
+        IdOrStr::Int(i) => *i,
+        IdOrStr::Str(s) => s.trim().parse().unwrap_or_else(|_| label_id(s)),
+        IdOrStr::Missing => label_id(""),
+    }
+}
+
+/// FNV-1a of the label, folded into `-2^62..=-1`.
+fn label_id(s: &str) -> i64 {
+    let h = s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    -1 - (h >> 2) as i64
+}
+
+/// A short description of an event for diagnostics.
+pub fn describe(ev: &RawEvent<'_>) -> String {
+    let name = ev.name.as_deref().unwrap_or("");
+    let name: String = name.chars().take(80).collect();
+    let raw = |v: Option<&RawValue>| v.map_or("-".to_string(), |v| v.get().chars().take(40).collect());
+    format!(
+        "ph={} cat={} name={:?} ts={} dur={}",
+        ev.ph.as_deref().unwrap_or("-"),
+        ev.cat.as_deref().unwrap_or("-"),
+        name,
+        raw(ev.ts),
+        raw(ev.dur)
+    )
+}

@@ -1,0 +1,350 @@
+//! Parses the `traceEvents` array in parallel chunks.
+//!
+//! ```text
+//! [{ev 0}, {ev 1}, ... {ev i}, {ev i+1}, ... {ev j}, {ev j+1}, ... ]
+//!  ^ chunk 0            guess 1 ^              guess 2 ^
+//! ```
+//!
+//! The array is cut at guessed event starts ([`guess_event_start`]); each
+//! chunk is parsed on its own thread, event by event, and stops at the first
+//! event boundary at or past the next guess. A guess is confirmed when the
+//! chunk before it stops exactly there: that chunk began at a true boundary
+//! and walked whole events, so where it stops is a true boundary too. A
+//! guess fooled by text inside a string is never confirmed; its chunk is
+//! discarded and the range re-parsed from the true boundary (rare: it needs
+//! `, {"` inside a string at the cut).
+
+use super::convert::Converter;
+use super::scan::{guess_event_start, skip_value, skip_ws, ScanError};
+use super::wire::RawEvent;
+use indicatif::ProgressBar;
+use serde_json::error::Category;
+
+/// Below this many bytes the array is parsed on one thread.
+const MIN_PARALLEL_BYTES: usize = 4 << 20;
+
+/// Progress is reported every this many bytes.
+const PROGRESS_STEP: usize = 8 << 20;
+
+/// Why the events could not be parsed; offsets are into the whole buffer.
+#[derive(Debug, PartialEq)]
+pub enum EventsError {
+    /// The data ends inside the array.
+    Eof,
+    /// Nesting deeper than the limit at this offset.
+    TooDeep(usize),
+    /// Malformed JSON in event `event` (index in the array) at `offset`.
+    Syntax {
+        /// Byte offset of the problem.
+        offset: usize,
+        /// Index of the event holding it.
+        event: usize,
+        /// The parser's message.
+        reason: String,
+    },
+}
+
+/// Where a chunk stopped.
+enum End {
+    /// At the event starting here (at or past the chunk's stop).
+    Boundary(usize),
+    /// After the array's closing `]`.
+    ArrayEnd(usize),
+}
+
+/// One parsed chunk: its rows, how many events it read, where it ended.
+struct Chunk<'a> {
+    start: usize,
+    conv: Converter<'a>,
+    events: usize,
+    end: Result<End, EventsError>,
+}
+
+/// Parses the array whose contents start at `body` (just after `[`).
+/// Returns the filled converter and the position just after the `]`.
+pub fn parse_events<'a>(
+    buf: &'a [u8],
+    body: usize,
+    threads: usize,
+    progress: Option<&ProgressBar>,
+) -> Result<(Converter<'a>, usize), EventsError> {
+    let starts = chunk_starts(buf, body, threads);
+    let mut parsed = parse_all(buf, &starts, progress);
+    let mut main: Option<Converter<'a>> = None;
+    let mut base = 0;
+    let mut pos = body;
+    loop {
+        let chunk = take_chunk_at(&mut parsed, pos)
+            .unwrap_or_else(|| parse_chunk(buf, pos, starts.iter().copied().find(|&s| s > pos), progress));
+        let end = chunk.end.map_err(|e| with_base(e, base))?;
+        match main.as_mut() {
+            Some(m) => m.absorb(chunk.conv, base),
+            None => main = Some(chunk.conv),
+        }
+        base += chunk.events;
+        match end {
+            End::Boundary(p) => pos = p,
+            End::ArrayEnd(p) => return Ok((main.unwrap_or_else(Converter::new), p)),
+        }
+    }
+}
+
+/// Where chunks begin: the array body, then one guessed event start per
+/// further thread, evenly spaced.
+fn chunk_starts(buf: &[u8], body: usize, threads: usize) -> Vec<usize> {
+    let len = buf.len().saturating_sub(body);
+    let n = if len < MIN_PARALLEL_BYTES {
+        1
+    } else {
+        threads.max(1)
+    };
+    let mut starts = vec![body];
+    for k in 1..n {
+        let from = body + len / n * k;
+        match guess_event_start(buf, from, buf.len()) {
+            Some(g) if g > *starts.last().unwrap_or(&body) => starts.push(g),
+            _ => {}
+        }
+    }
+    starts
+}
+
+/// Parses every chunk, the first on this thread and the rest on their own.
+fn parse_all<'a>(buf: &'a [u8], starts: &[usize], progress: Option<&ProgressBar>) -> Vec<Option<Chunk<'a>>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (1..starts.len())
+            .map(|k| {
+                let (start, stop) = (starts[k], starts.get(k + 1).copied());
+                s.spawn(move || parse_chunk(buf, start, stop, progress))
+            })
+            .collect();
+        let first = parse_chunk(buf, starts[0], starts.get(1).copied(), progress);
+        let rest = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        std::iter::once(first).chain(rest).map(Some).collect()
+    })
+}
+
+/// The parsed chunk that starts exactly at `pos`, if any.
+fn take_chunk_at<'a>(parsed: &mut [Option<Chunk<'a>>], pos: usize) -> Option<Chunk<'a>> {
+    parsed
+        .iter_mut()
+        .find(|c| c.as_ref().is_some_and(|c| c.start == pos))?
+        .take()
+}
+
+fn with_base(e: EventsError, base: usize) -> EventsError {
+    match e {
+        EventsError::Syntax {
+            offset,
+            event,
+            reason,
+        } => EventsError::Syntax {
+            offset,
+            event: event + base,
+            reason,
+        },
+        e => e,
+    }
+}
+
+/// Parses events from `start` until the first event boundary at or past
+/// `stop` (or the array's end when `stop` is `None`).
+fn parse_chunk<'a>(
+    buf: &'a [u8],
+    start: usize,
+    stop: Option<usize>,
+    progress: Option<&ProgressBar>,
+) -> Chunk<'a> {
+    let mut conv = Converter::new();
+    let mut p = start;
+    let mut events = 0;
+    let mut reported = start;
+    let end = loop {
+        p = skip_ws(buf, p);
+        if stop.is_some_and(|s| p >= s) {
+            break Ok(End::Boundary(p));
+        }
+        if let Some(pb) = progress.filter(|_| p - reported >= PROGRESS_STEP) {
+            pb.inc((p - reported) as u64);
+            reported = p;
+        }
+        match buf.get(p) {
+            None => break Err(EventsError::Eof),
+            // An empty array, or a trailing comma: lenient like browsers.
+            Some(b']') => break Ok(End::ArrayEnd(p + 1)),
+            Some(_) => {}
+        }
+        match parse_one(buf, p, events, &mut conv) {
+            Ok(e) => p = skip_ws(buf, e),
+            Err(e) => break Err(e),
+        }
+        events += 1;
+        match buf.get(p) {
+            Some(b',') => p += 1,
+            Some(b']') => break Ok(End::ArrayEnd(p + 1)),
+            None => break Err(EventsError::Eof),
+            Some(&b) => {
+                break Err(syntax(
+                    p,
+                    events,
+                    format!("expected ',' or ']' after an event, found {:?}", b as char),
+                ))
+            }
+        }
+    };
+    if let Some(pb) = progress {
+        pb.inc(p.saturating_sub(reported) as u64);
+    }
+    Chunk {
+        start,
+        conv,
+        events,
+        end,
+    }
+}
+
+/// Parses the event at `p` into `conv`; returns the position after it.
+/// An event of the wrong shape (a field of an impossible type) is skipped
+/// and counted; malformed JSON is an error.
+fn parse_one<'a>(
+    buf: &'a [u8],
+    p: usize,
+    index: usize,
+    conv: &mut Converter<'a>,
+) -> Result<usize, EventsError> {
+    let mut stream = serde_json::Deserializer::from_slice(&buf[p..]).into_iter::<RawEvent<'a>>();
+    match stream.next() {
+        Some(Ok(ev)) => {
+            let end = p + stream.byte_offset();
+            conv.event(index, ev);
+            Ok(end)
+        }
+        None => Err(EventsError::Eof),
+        Some(Err(e)) => match e.classify() {
+            Category::Data => {
+                conv.defect(index, "wrong_type", || e.to_string());
+                skip_value(buf, p).map_err(|s| match s {
+                    ScanError::Eof => EventsError::Eof,
+                    ScanError::TooDeep(o) => EventsError::TooDeep(o),
+                    ScanError::Unexpected(o) => syntax(o, index, "unexpected character".into()),
+                })
+            }
+            Category::Eof => Err(EventsError::Eof),
+            Category::Syntax | Category::Io => {
+                let offset = p + offset_in(&buf[p..], e.line(), e.column());
+                if e.to_string().starts_with("recursion limit exceeded") {
+                    Err(EventsError::TooDeep(offset))
+                } else {
+                    Err(syntax(offset, index, e.to_string()))
+                }
+            }
+        },
+    }
+}
+
+fn syntax(offset: usize, event: usize, reason: String) -> EventsError {
+    EventsError::Syntax {
+        offset,
+        event,
+        reason,
+    }
+}
+
+/// Byte offset in `s` of serde_json's 1-based `line` and `column`.
+fn offset_in(s: &[u8], line: usize, column: usize) -> usize {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        memchr::memchr_iter(b'\n', s)
+            .nth(line - 2)
+            .map_or(s.len(), |i| i + 1)
+    };
+    (line_start + column.saturating_sub(1)).min(s.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events_json(n: usize, name: impl Fn(usize) -> String) -> String {
+        let evs: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"ph": "X", "cat": "cpu_op", "name": {}, "pid": 1, "tid": 1, "ts": {}, "dur": 1}}"#,
+                    serde_json::to_string(&name(i)).unwrap(),
+                    i * 10
+                )
+            })
+            .collect();
+        format!("[{}]", evs.join(", "))
+    }
+
+    fn names_of(conv: Converter<'_>) -> Vec<String> {
+        let tr = conv.into_builder().finish();
+        (0..tr.cpu_ops.len())
+            .map(|i| tr.strings.get(tr.cpu_ops.name[i]).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn chunks_agree_with_one_pass_even_when_strings_look_like_boundaries() {
+        // Names full of `}, {"` and escaped quotes, so many guesses are fooled.
+        let json = events_json(40_000, |i| format!("op{i}\"}}, {{\"ph\": [{{ \\\"x"));
+        let buf = json.as_bytes();
+        let one = parse_events(buf, 1, 1, None).unwrap();
+        assert_eq!(one.1, buf.len());
+        let many = parse_events(buf, 1, 7, None).unwrap();
+        assert_eq!(many.1, buf.len());
+        assert!(chunk_starts(buf, 1, 7).len() > 1);
+        let (a, b) = (names_of(one.0), names_of(many.0));
+        assert_eq!(a.len(), 40_000);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn guessed_starts_inside_strings_are_rejected() {
+        // Every name is one big fake boundary: `, {"ph": ...` inside a string.
+        let fake = format!(", {{\"{}", "y".repeat(300));
+        let json = events_json(20_000, |i| format!("{i}{fake}"));
+        let buf = json.as_bytes();
+        let (conv, end) = parse_events(buf, 1, 5, None).unwrap();
+        assert_eq!(end, buf.len());
+        let names = names_of(conv);
+        assert_eq!(names.len(), 20_000);
+        assert_eq!(names[19_999], format!("19999{fake}"));
+    }
+
+    #[test]
+    fn reports_truncation_and_syntax_errors_with_event_index() {
+        let json = events_json(5, |i| format!("n{i}"));
+        let cut = &json.as_bytes()[..json.len() - 30];
+        assert_eq!(parse_events(cut, 1, 1, None).err(), Some(EventsError::Eof));
+        let bad = json.replacen(
+            r#""pid": 1, "tid": 1, "ts": 30"#,
+            r#""pid": 1 "tid": 1, "ts": 30"#,
+            1,
+        );
+        match parse_events(bad.as_bytes(), 1, 1, None) {
+            Err(EventsError::Syntax { event, offset, .. }) => {
+                assert_eq!(event, 3);
+                assert_eq!(&bad.as_bytes()[offset..offset + 5], b"\"tid\"");
+            }
+            Err(other) => panic!("{other:?}"),
+            Ok(_) => panic!("a syntax error was accepted"),
+        }
+        assert!(parse_events(b"[]", 1, 1, None).is_ok());
+    }
+
+    #[test]
+    fn wrong_types_skip_the_event_only() {
+        let json = r#"[{"ph": "X", "name": 5, "ts": 1, "dur": 1}, 7, {"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]"#;
+        let (conv, _) = parse_events(json.as_bytes(), 1, 1, None).unwrap();
+        let tr = conv.into_builder().finish();
+        assert_eq!(tr.cpu_ops.len(), 1);
+        assert_eq!(tr.diagnostics.counts["wrong_type"], 2);
+        assert!(tr.diagnostics.examples[0].starts_with("event #0:"));
+        assert!(tr.diagnostics.examples[1].starts_with("event #1:"));
+    }
+}
