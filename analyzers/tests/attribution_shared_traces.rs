@@ -1,0 +1,154 @@
+//! Idle attribution on the real traces in `../shared/traces`: on every
+//! device of every trace, the idle time by cause adds up to the idle time
+//! computed independently from interval unions, over the window and per
+//! step; and the ResNet-50 0-worker trace blames its DataLoader.
+
+use gapscope_analyzers::causes::Cause;
+use gapscope_analyzers::idle::{by_cause_in, summarize};
+use gapscope_analyzers::intervals::{complement, total, union, Span};
+use gapscope_analyzers::segments::{IdleAnalyzer, IdleSegment};
+use gapscope_collectors::kineto::{import_file, ImportOptions};
+use gapscope_collectors::trace::{CpuOpKind, Trace};
+use std::path::{Path, PathBuf};
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces")
+}
+
+fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if p.is_dir() {
+            trace_files(&p, out);
+        } else if name.ends_with(".json") || name.ends_with(".json.gz") {
+            out.push(p);
+        }
+    }
+}
+
+/// The profiled steps, else the GPU rows' extent: chosen here, not by the
+/// analyzers, so the check does not lean on the code it checks.
+fn window_and_steps(t: &Trace) -> (Span, Vec<Span>) {
+    let ops = &t.cpu_ops;
+    let steps: Vec<Span> = (0..ops.len())
+        .filter(|&i| ops.kind[i] == CpuOpKind::ProfilerStep)
+        .map(|i| (ops.start[i], ops.end[i]))
+        .collect();
+    let window = match steps.is_empty() {
+        false => (
+            steps.iter().map(|s| s.0).min().unwrap(),
+            steps.iter().map(|s| s.1).max().unwrap(),
+        ),
+        true => (
+            *t.gpu.start.iter().min().unwrap_or(&0),
+            *t.gpu.end.iter().max().unwrap_or(&0),
+        ),
+    };
+    (window, steps)
+}
+
+fn idle_of(t: &Trace, device: u32, span: Span) -> i64 {
+    let g = &t.gpu;
+    let busy = (0..g.len())
+        .filter(|&i| g.device[i] == device && g.is_busy(i))
+        .map(|i| (g.start[i], g.end[i]))
+        .collect();
+    total(&complement(&union(busy), span))
+}
+
+fn check_segments(segs: &[IdleSegment], window: Span) {
+    for w in segs.windows(2) {
+        assert!(w[0].end <= w[1].start, "segments overlap: {w:?}");
+    }
+    for s in segs {
+        assert!(
+            s.start < s.end && s.start >= window.0 && s.end <= window.1,
+            "{s:?}"
+        );
+    }
+}
+
+#[test]
+fn idle_by_cause_adds_up_on_every_shared_trace() {
+    let mut files = Vec::new();
+    trace_files(&shared(), &mut files);
+    files.sort();
+    if files.is_empty() {
+        eprintln!("no shared traces at {}: skipped", shared().display());
+        return;
+    }
+    let mut devices_checked = 0;
+    for path in &files {
+        let Ok(t) = import_file(path, &ImportOptions::default()) else {
+            eprintln!("{}: not a trace, skipped", path.display());
+            continue;
+        };
+        let (window, steps) = window_and_steps(&t);
+        let ia = IdleAnalyzer::new(&t);
+        for d in t.active_devices() {
+            let segs = ia.segments(d, window);
+            check_segments(&segs, window);
+            let a = summarize(&t, d, window, &segs);
+            let idle = idle_of(&t, d, window);
+            assert_eq!(a.idle_by_cause_ns.total(), idle, "{} device {d}", path.display());
+            assert_eq!(a.idle_ns, idle);
+            for &s in &steps {
+                assert_eq!(
+                    by_cause_in(&segs, s).total(),
+                    idle_of(&t, d, s),
+                    "{} step {s:?}",
+                    path.display()
+                );
+            }
+            eprintln!(
+                "{} device {d}: idle {idle} ns {:?}",
+                path.display(),
+                a.idle_by_cause_ns
+            );
+            devices_checked += 1;
+        }
+    }
+    assert!(devices_checked >= 10, "only {devices_checked} devices checked");
+}
+
+#[test]
+fn resnet50_without_workers_waits_for_its_dataloader() {
+    let dir = shared().join("kineto-tb-plugin");
+    let Some(path) = std::fs::read_dir(&dir).ok().and_then(|d| {
+        d.flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().contains("resnet50_num_workers_0"))
+    }) else {
+        eprintln!("no resnet50 trace in {}: skipped", dir.display());
+        return;
+    };
+    let t = import_file(&path, &ImportOptions::default()).unwrap();
+    let (window, _) = window_and_steps(&t);
+    let ia = IdleAnalyzer::new(&t);
+    let segs = ia.segments(0, window);
+    let a = summarize(&t, 0, window, &segs);
+    let by = a.idle_by_cause_ns;
+    eprintln!("{by:?}");
+    assert_eq!(by.top(), Some(Cause::Dataloader));
+    assert!(
+        by.dataloader * 2 > a.idle_ns,
+        "dataloader {} of {} idle",
+        by.dataloader,
+        a.idle_ns
+    );
+    let dl = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+    assert_eq!(a.top_gaps[0].cause, Cause::Dataloader);
+    assert_eq!(a.top_gaps[0].annotation.as_deref(), Some(dl));
+    let top_dl_ns: i64 = a
+        .top_idle_operators
+        .iter()
+        .filter(|o| o.cause == Cause::Dataloader)
+        .inspect(|o| assert_eq!(o.annotation.as_deref(), Some(dl)))
+        .map(|o| o.idle_ns)
+        .sum();
+    assert!(top_dl_ns > 0);
+}
