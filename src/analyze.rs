@@ -1,0 +1,94 @@
+//! `gapscope analyze`: import each trace, analyse it, print the result.
+//!
+//! All traces are imported and analysed before anything is printed, so an
+//! unreadable file stops the run with one error line and no partial output
+//! (a JSON consumer never sees half an array).
+
+use crate::cli::{AnalyzeArgs, Format};
+use crate::render;
+use anyhow::{Context, Result};
+use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
+use gapscope_collectors::kineto::{self, ImportOptions};
+use gapscope_collectors::trace::Trace;
+use std::io::{self, IsTerminal, Write};
+use std::path::Path;
+
+/// The demo trace, made by `fixtures/demo/generate.py` (see its README).
+pub const DEMO_TRACE: &[u8] = include_bytes!("../fixtures/demo/demo.pt.trace.json.gz");
+
+/// How the demo trace is named in output and messages.
+pub const DEMO_NAME: &str = "demo.pt.trace.json.gz (built-in demo)";
+
+/// One analysed trace, with the name the user knows it by.
+pub struct Analysed {
+    /// The path as given, or [`DEMO_NAME`].
+    pub name: String,
+    /// The result.
+    pub analysis: Analysis,
+}
+
+/// Runs `gapscope analyze`.
+pub fn run(args: &AnalyzeArgs) -> Result<()> {
+    let import = ImportOptions {
+        progress: !args.quiet && io::stderr().is_terminal(),
+    };
+    let options = AnalyzeOptions {
+        window: args.window_options(),
+        ..AnalyzeOptions::default()
+    };
+    let mut results = Vec::new();
+    if args.demo || args.traces.is_empty() {
+        let trace = kineto::import_bytes(DEMO_TRACE, DEMO_NAME, &import)
+            .context("the built-in demo trace did not import; this is a gapscope bug, please report it")?;
+        results.push(analyse(DEMO_NAME, &trace, &options, args.quiet));
+    }
+    for path in &args.traces {
+        let trace = load(path, &import)?;
+        let name = path.display().to_string();
+        results.push(analyse(&name, &trace, &options, args.quiet));
+    }
+    let mut out = io::stdout().lock();
+    match args.format {
+        Format::Text => render::text::write(&mut out, &results)?,
+        Format::Json => render::json::write(&mut out, &results)?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Imports one trace file. The importer's messages already read `<file>:
+/// <problem>; <what to do>`, so they are passed on as they are, on one line.
+fn load(path: &Path, import: &ImportOptions) -> Result<Trace> {
+    kineto::import_file(path, import).map_err(|e| anyhow::anyhow!(one_line(&e.to_string())))
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn analyse(name: &str, trace: &Trace, options: &AnalyzeOptions, quiet: bool) -> Analysed {
+    if !quiet {
+        warn_skipped(name, trace);
+    }
+    Analysed {
+        name: name.to_string(),
+        analysis: analyze(trace, options),
+    }
+}
+
+/// One line for everything the importer skipped, so a damaged trace is
+/// noticed without drowning the output.
+fn warn_skipped(name: &str, trace: &Trace) {
+    let d = &trace.diagnostics;
+    if d.total() == 0 {
+        return;
+    }
+    let reasons: Vec<String> = d.counts.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let n = d.total();
+    let events = if n == 1 { "event" } else { "events" };
+    let _ = writeln!(
+        io::stderr().lock(),
+        "gapscope: warning: {name}: skipped {n} {events} ({})",
+        reasons.join(", ")
+    );
+}

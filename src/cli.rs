@@ -1,0 +1,154 @@
+//! The command line, as clap sees it. Only flags live here; turning them into
+//! library options happens at the edge ([`AnalyzeArgs::window_options`]), so
+//! the library crates never see clap.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use gapscope_analyzers::window::WindowOptions;
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+    Why was the GPU idle in this trace?
+        gapscope analyze run.pt.trace.json.gz
+
+    See a result right away, on the small trace built into gapscope:
+        gapscope analyze --demo
+
+    Machine-readable output (schema: docs/json-schema.md):
+        gapscope analyze --format json run.pt.trace.json.gz > analysis.json
+
+    Only steps 5 to 9, or every step but the last (as HTA does):
+        gapscope analyze --steps 5..9 run.pt.trace.json.gz
+        gapscope analyze --exclude-last-step run.pt.trace.json.gz
+
+EXIT STATUS:
+    0 analysed, 2 an error (unreadable trace, bad flag).";
+
+/// Why your GPU sits idle: reads PyTorch profiler (Kineto) traces and splits
+/// each GPU's time into compute, communication, data movement and idle.
+#[derive(Debug, Parser)]
+#[command(name = "gapscope", version, about, after_help = EXAMPLES)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Break down where each GPU's time went, per device and per step.
+    #[command(after_help = EXAMPLES)]
+    Analyze(AnalyzeArgs),
+
+    /// Write the trace as a timeline: Perfetto protobuf (ui.perfetto.dev) or
+    /// Kineto-compatible Chrome JSON.
+    #[command(after_help = crate::export_cmd::EXAMPLES)]
+    Export(crate::export_cmd::ExportArgs),
+}
+
+/// `gapscope analyze`.
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Kineto traces (`.json` or `.json.gz`). None: the built-in demo trace.
+    #[arg(value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+
+    /// Analyse the small demo trace built into gapscope (no GPU or files
+    /// needed).
+    #[arg(long, conflicts_with = "traces")]
+    pub demo: bool,
+
+    /// Output format. JSON is one object per trace, an array of them when
+    /// more than one trace is given.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    #[command(flatten)]
+    pub window: WindowArgs,
+
+    /// No progress or warnings on stderr (errors are still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Which part of the trace is analysed.
+#[derive(Debug, Args)]
+pub struct WindowArgs {
+    /// Only steps A to B (both included), by the N of `ProfilerStep#N`.
+    #[arg(long, value_name = "A..B", value_parser = parse_steps)]
+    pub steps: Option<(u64, u64)>,
+
+    /// Leave out the last profiled step (HTA's default), often cut short by
+    /// the profiler stopping.
+    #[arg(long)]
+    pub exclude_last_step: bool,
+}
+
+/// How results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Tables for people.
+    Text,
+    /// The documented JSON schema (docs/json-schema.md).
+    Json,
+}
+
+impl AnalyzeArgs {
+    /// The analyzers' window selection.
+    pub fn window_options(&self) -> WindowOptions {
+        WindowOptions {
+            steps: self.window.steps,
+            exclude_last_step: self.window.exclude_last_step,
+        }
+    }
+}
+
+/// Parses `A..B` (also `A..=B` and a single `A`) into an inclusive range.
+fn parse_steps(s: &str) -> Result<(u64, u64), String> {
+    let num = |t: &str| {
+        t.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("`{t}` is not a step number; write the range as A..B, e.g. 5..9"))
+    };
+    let (a, b) = match s.split_once("..") {
+        Some((a, b)) => (num(a)?, num(b.strip_prefix('=').unwrap_or(b))?),
+        None => {
+            let a = num(s)?;
+            (a, a)
+        }
+    };
+    if a > b {
+        return Err(format!(
+            "the range {s} is empty; the first step must not be after the last"
+        ));
+    }
+    Ok((a, b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn steps_ranges() {
+        assert_eq!(parse_steps("5..9"), Ok((5, 9)));
+        assert_eq!(parse_steps("5..=9"), Ok((5, 9)));
+        assert_eq!(parse_steps("7"), Ok((7, 7)));
+        assert!(parse_steps("9..5").is_err());
+        assert!(parse_steps("a..5").is_err());
+        assert!(parse_steps("..5").is_err());
+    }
+
+    #[test]
+    fn demo_and_traces_conflict() {
+        let r = Cli::try_parse_from(["gapscope", "analyze", "--demo", "x.json"]);
+        assert!(r.is_err());
+    }
+}

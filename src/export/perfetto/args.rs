@@ -1,0 +1,203 @@
+//! Name, category and args of each exported slice.
+//!
+//! Args land in the trace processor's `args` table as `debug.<name>`. Ids
+//! are plain ints (not TrackEvent's `correlation_id` field, which shows up as
+//! a `tp:#N` string: notes §2) so they can be joined in SQL.
+
+use super::tracks::Src;
+use super::writer::{Arg, ArgValue, Name};
+use crate::export::idle::IdleGap;
+use gapscope_collectors::trace::{ApiKind, CopyKind, CpuOpKind, GpuKind, MemKind, Strings, Trace, NONE};
+
+/// Category of a CPU range, named as Kineto names them.
+pub fn op_category(k: CpuOpKind) -> &'static str {
+    match k {
+        CpuOpKind::Operator => "cpu_op",
+        CpuOpKind::UserAnnotation => "user_annotation",
+        CpuOpKind::PythonFunction => "python_function",
+        CpuOpKind::ProfilerStep => "profiler_step",
+        CpuOpKind::Other => "cpu_other",
+    }
+}
+
+/// Category of a GPU row, named as Kineto names them.
+pub fn gpu_category(k: GpuKind) -> &'static str {
+    match k {
+        GpuKind::Kernel => "kernel",
+        GpuKind::Memcpy => "gpu_memcpy",
+        GpuKind::Memset => "gpu_memset",
+        GpuKind::Sync => "cuda_sync",
+    }
+}
+
+/// Short name of a copy direction.
+pub fn copy_kind_name(k: CopyKind) -> &'static str {
+    match k {
+        CopyKind::None => "",
+        CopyKind::HtoD => "HtoD",
+        CopyKind::DtoH => "DtoH",
+        CopyKind::DtoD => "DtoD",
+        CopyKind::HtoH => "HtoH",
+        CopyKind::PtoP => "PtoP",
+    }
+}
+
+fn mem_name(k: MemKind) -> &'static str {
+    match k {
+        MemKind::Unknown => "",
+        MemKind::Pageable => "pageable",
+        MemKind::Pinned => "pinned",
+        MemKind::Device => "device",
+        MemKind::Managed => "managed",
+        MemKind::Array => "array",
+    }
+}
+
+/// Slice name, category and args of `src`. `grid`/`block` are scratch
+/// buffers the args may borrow.
+pub fn describe<'a>(
+    trace: &'a Trace,
+    idle: &'a [IdleGap],
+    src: Src,
+    scratch: &'a mut [String; 2],
+    args: &mut Vec<Arg<'a>>,
+) -> (Name<'a>, &'static str) {
+    args.clear();
+    let s = |id| trace.strings.get(id);
+    let int = |name, v: i64| Arg {
+        name,
+        value: ArgValue::Int(v),
+    };
+    let text = |name, v: &'a str| Arg {
+        name,
+        value: ArgValue::Str(v),
+    };
+    match src {
+        Src::Op(o) => {
+            let o = o as usize;
+            let ops = &trace.cpu_ops;
+            if ops.external_id[o] != 0 {
+                args.push(int("external_id", ops.external_id[o] as i64));
+            }
+            if ops.sequence[o] >= 0 {
+                args.push(int("sequence", ops.sequence[o]));
+            }
+            if ops.shapes[o] != Strings::EMPTY {
+                args.push(text("shapes", s(ops.shapes[o])));
+            }
+            if ops.source[o] != Strings::EMPTY {
+                args.push(text("source", s(ops.source[o])));
+            }
+            (Name::Id(ops.name[o]), op_category(ops.kind[o]))
+        }
+        Src::Call(r) => {
+            let r = r as usize;
+            let rt = &trace.runtime;
+            if rt.correlation[r] != 0 {
+                args.push(int("correlation_id", rt.correlation[r] as i64));
+            }
+            if rt.external_id[r] != 0 {
+                args.push(int("external_id", rt.external_id[r] as i64));
+            }
+            let cat = match rt.api[r] {
+                ApiKind::Runtime => "cuda_runtime",
+                ApiKind::Driver => "cuda_driver",
+            };
+            (Name::Id(rt.name[r]), cat)
+        }
+        Src::Gpu(g) => {
+            let g = g as usize;
+            let gpu = &trace.gpu;
+            if gpu.correlation[g] != 0 {
+                args.push(int("correlation_id", gpu.correlation[g] as i64));
+            }
+            if gpu.external_id[g] != 0 {
+                args.push(int("external_id", gpu.external_id[g] as i64));
+            }
+            launching_op(trace, g, args);
+            if gpu.bytes[g] != 0 {
+                args.push(int("bytes", gpu.bytes[g] as i64));
+                let dur = gpu.dur(g);
+                if dur > 0 {
+                    // bytes per ns is GB/s.
+                    args.push(Arg {
+                        name: "bandwidth_gbps",
+                        value: ArgValue::Double(gpu.bytes[g] as f64 / dur as f64),
+                    });
+                }
+            }
+            let ck = copy_kind_name(gpu.copy_kind[g]);
+            if !ck.is_empty() {
+                args.push(text("copy_kind", ck));
+            }
+            for (name, m) in [("src_mem", gpu.src_mem[g]), ("dst_mem", gpu.dst_mem[g])] {
+                if m != MemKind::Unknown {
+                    args.push(text(name, mem_name(m)));
+                }
+            }
+            let [grid, block] = scratch;
+            if gpu.grid[g] != [0; 3] {
+                *grid = format!("[{}, {}, {}]", gpu.grid[g][0], gpu.grid[g][1], gpu.grid[g][2]);
+                args.push(text("grid", grid));
+            }
+            if gpu.block[g] != [0; 3] {
+                *block = format!("[{}, {}, {}]", gpu.block[g][0], gpu.block[g][1], gpu.block[g][2]);
+                args.push(text("block", block));
+            }
+            if gpu.registers[g] != 0 {
+                args.push(int("registers", gpu.registers[g] as i64));
+            }
+            if gpu.shared_mem[g] != 0 {
+                args.push(int("shared_mem", gpu.shared_mem[g] as i64));
+            }
+            (Name::Id(gpu.name[g]), gpu_category(gpu.kind[g]))
+        }
+        Src::Marker(m) => (Name::Id(trace.markers.name[m as usize]), "gpu_user_annotation"),
+        Src::Idle(k) => {
+            let gap = &idle[k as usize];
+            for (name, v) in [
+                ("op", &gap.op),
+                ("annotation", &gap.annotation),
+                ("source", &gap.source),
+            ] {
+                if let Some(v) = v {
+                    args.push(text(name, v));
+                }
+            }
+            (Name::Text(&gap.cause), "gpu_idle")
+        }
+    }
+}
+
+/// The operator whose call launched GPU row `g`, its shapes, and the
+/// nearest source line up its ancestors.
+fn launching_op<'a>(trace: &'a Trace, g: usize, args: &mut Vec<Arg<'a>>) {
+    let call = trace.links.gpu_launch[g];
+    if call == NONE {
+        return;
+    }
+    let op = trace.links.runtime_op[call as usize];
+    if op == NONE {
+        return;
+    }
+    let ops = &trace.cpu_ops;
+    args.push(Arg {
+        name: "op",
+        value: ArgValue::Str(trace.strings.get(ops.name[op as usize])),
+    });
+    if ops.shapes[op as usize] != Strings::EMPTY {
+        args.push(Arg {
+            name: "shapes",
+            value: ArgValue::Str(trace.strings.get(ops.shapes[op as usize])),
+        });
+    }
+    if let Some(src) = trace
+        .ancestors(op)
+        .find(|&a| ops.source[a as usize] != Strings::EMPTY)
+    {
+        args.push(Arg {
+            name: "source",
+            value: ArgValue::Str(trace.strings.get(ops.source[src as usize])),
+        });
+    }
+}

@@ -1,0 +1,158 @@
+//! Native Perfetto protobuf export (`.pftrace`): opens in ui.perfetto.dev
+//! and loads cleanly in the trace processor.
+//!
+//! The recipe and every rule cited as "pitfall N" is in
+//! `shared/notes/perfetto.md`. In short: one packet sequence with interned
+//! names; descriptors first; per track, slices that nest (lanes otherwise)
+//! with ENDs before BEGINs at equal times; packets in time order; flows from
+//! each launch call to its GPU work with unique, terminating ids.
+
+pub mod args;
+pub mod counters;
+pub mod lanes;
+pub mod proto;
+pub mod tracks;
+pub mod writer;
+
+use crate::export::idle::{busy_by_device, IdleGap};
+use gapscope_collectors::trace::{Trace, NONE};
+use lanes::Edge;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Write};
+use tracks::Src;
+pub use writer::Counts;
+use writer::PacketWriter;
+
+/// Export settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Width of a GPU utilization bin, ns.
+    pub utilization_bin_ns: i64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            utilization_bin_ns: 1_000_000,
+        }
+    }
+}
+
+/// Writes `trace` (with the idle gaps `idle`) as a Perfetto trace to `out`
+/// and returns what was written. `out` should be buffered.
+pub fn write<W: Write>(trace: &Trace, idle: &[IdleGap], opts: &Options, out: W) -> io::Result<Counts> {
+    let (items, mut layout, groups) = tracks::build(trace, idle);
+    let busy = busy_by_device(trace);
+    for (&device, &guuid) in &groups {
+        let spans = busy
+            .iter()
+            .find(|(d, _)| *d == device)
+            .map(|(_, s)| s.as_slice())
+            .unwrap_or(&[]);
+        let util = counters::utilization(spans, opts.utilization_bin_ns.max(1));
+        let queue = counters::launch_queue(trace, device);
+        let bin_ms = opts.utilization_bin_ns as f64 / 1e6;
+        layout.counter_track(
+            format!("GPU {device} utilization ({bin_ms} ms bins)"),
+            "%",
+            guuid,
+            20_000,
+            util,
+        );
+        layout.counter_track(
+            format!("GPU {device} launch queue"),
+            "launched, not started",
+            guuid,
+            20_001,
+            queue,
+        );
+    }
+
+    // Timestamps are absolute in the source's clock when that stays >= 0.
+    let min_ts = items.start.iter().copied().min().unwrap_or(0);
+    let base = if trace.meta.origin_ns.checked_add(min_ts).is_some_and(|t| t >= 0) {
+        trace.meta.origin_ns
+    } else {
+        -min_ts
+    };
+    let abs = |t: i64| (t + base) as u64;
+
+    // Flow ids: GPU row + 1, started on the launch call, ended on the GPU
+    // row. Only when the work starts no earlier than its call: the flow runs
+    // from the earlier slice to the later one, and a terminating id seen
+    // before its start would be dropped.
+    let flow_ok = |g: usize| {
+        let c = trace.links.gpu_launch[g];
+        c != NONE && trace.gpu.start[g] >= trace.runtime.start[c as usize]
+    };
+    let mut call_flows: Vec<Vec<u64>> = vec![Vec::new(); trace.runtime.len()];
+    for g in 0..trace.gpu.len() {
+        if flow_ok(g) {
+            call_flows[trace.links.gpu_launch[g] as usize].push(g as u64 + 1);
+        }
+    }
+
+    let mut w = PacketWriter::new(out, &trace.strings);
+    for td in std::mem::take(&mut layout.descriptors) {
+        w.descriptor(td)?;
+    }
+    let slice_tracks = layout.slices.iter().filter(|t| !t.edges.is_empty()).count();
+    let counter_tracks = layout.counters.iter().filter(|t| !t.samples.is_empty()).count();
+    w.set_data_tracks(slice_tracks as u64, counter_tracks as u64);
+
+    // k-way merge of every track's events by (time, rank): file order is
+    // time order, and per track the edges keep their own order.
+    let n_slice = layout.slices.len();
+    let mut pos = vec![0usize; n_slice + layout.counters.len()];
+    let head = |s: usize, p: usize| -> Option<(i64, u8)> {
+        if s < n_slice {
+            let t = &layout.slices[s];
+            t.edges.get(p).map(|e| (e.ts, t.rank))
+        } else {
+            layout.counters[s - n_slice]
+                .samples
+                .get(p)
+                .map(|x| (x.0, tracks::RANK_COUNTER))
+        }
+    };
+    let mut heap: BinaryHeap<Reverse<(i64, u8, usize)>> = (0..pos.len())
+        .filter_map(|s| head(s, 0).map(|(t, r)| Reverse((t, r, s))))
+        .collect();
+    let mut arg_buf = Vec::with_capacity(16);
+    let mut scratch = [String::new(), String::new()];
+    let no_flows: &[u64] = &[];
+    while let Some(Reverse((_, _, s))) = heap.pop() {
+        let p = pos[s];
+        if s < n_slice {
+            let track = &layout.slices[s];
+            let e: Edge = track.edges[p];
+            if e.is_end() {
+                w.end(abs(e.ts), track.uuid)?;
+            } else {
+                let src = items.src[e.item() as usize];
+                let mut args = std::mem::take(&mut arg_buf);
+                let (name, cat) = args::describe(trace, idle, src, &mut scratch, &mut args);
+                let (flows, term): (&[u64], &[u64]) = match src {
+                    Src::Call(r) => (&call_flows[r as usize], no_flows),
+                    Src::Gpu(g) if flow_ok(g as usize) => (no_flows, &[g as u64 + 1]),
+                    _ => (no_flows, no_flows),
+                };
+                w.begin(abs(e.ts), track.uuid, name, cat, &args, flows, term)?;
+                args.clear();
+                // Re-own the buffer with a fresh lifetime.
+                arg_buf = args.into_iter().map(|_| unreachable!()).collect::<Vec<_>>();
+                arg_buf.reserve(16);
+            }
+        } else {
+            let c = &layout.counters[s - n_slice];
+            let (t, v) = c.samples[p];
+            w.counter(abs(t), c.uuid, v)?;
+        }
+        pos[s] = p + 1;
+        if let Some((t, r)) = head(s, p + 1) {
+            heap.push(Reverse((t, r, s)));
+        }
+    }
+    w.finish()
+}

@@ -1,0 +1,341 @@
+//! Which slice goes on which track: the track tree, its descriptors, and the
+//! per-track BEGIN/END edges.
+//!
+//! ```text
+//! process 4242                      (process track)
+//!   thread main                     cpu ops + runtime calls, nested
+//!   main (2)                        only if some ranges overlap without nesting
+//! GPU 0: NVIDIA H100                (named track, children in explicit order)
+//!   stream 7, stream 7 (2)          kernels / memcpy / memset, lanes on overlap
+//!   stream 7 sync                   CUDA sync records (waits, not work)
+//!   GPU annotations                 gpu_user_annotation ranges
+//!   GPU idle                        idle gaps, named by cause
+//!   GPU utilization, launch queue   counters
+//! ```
+
+use super::lanes::{self, Edge, Intervals};
+use super::proto::{ChildOrdering, CounterDescriptor, ProcessDescriptor, ThreadDescriptor, TrackDescriptor};
+use crate::export::idle::IdleGap;
+use gapscope_collectors::trace::{CpuOpKind, GpuKind, MarkerKind, Trace};
+use std::collections::BTreeMap;
+
+/// Where a slice comes from: a row of one of the trace's tables, or a gap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Src {
+    /// `cpu_ops` row.
+    Op(u32),
+    /// `runtime` row.
+    Call(u32),
+    /// `gpu` row.
+    Gpu(u32),
+    /// `markers` row (a GPU annotation).
+    Marker(u32),
+    /// Index into the idle gaps.
+    Idle(u32),
+}
+
+/// Every slice to export, in one columnar list.
+#[derive(Default)]
+pub struct Items {
+    /// Starts, ns since the origin.
+    pub start: Vec<i64>,
+    /// Ends.
+    pub end: Vec<i64>,
+    /// Sources.
+    pub src: Vec<Src>,
+}
+
+impl Items {
+    fn push(&mut self, start: i64, end: i64, src: Src) -> u32 {
+        self.start.push(start);
+        self.end.push(end.max(start));
+        self.src.push(src);
+        (self.src.len() - 1) as u32
+    }
+}
+
+impl Intervals for Items {
+    fn start(&self, i: u32) -> i64 {
+        self.start[i as usize]
+    }
+    fn end(&self, i: u32) -> i64 {
+        self.end[i as usize]
+    }
+}
+
+/// Emission rank at equal timestamps across tracks: CPU first, so a launch
+/// BEGIN precedes the kernel that terminates its flow (the sorter keeps file
+/// order for equal timestamps, notes §3 pitfall 3).
+pub const RANK_CPU: u8 = 0;
+/// GPU work tracks.
+pub const RANK_GPU: u8 = 1;
+/// Idle and annotation tracks.
+pub const RANK_DERIVED: u8 = 2;
+/// Counter tracks.
+pub const RANK_COUNTER: u8 = 3;
+
+/// A track that carries slices.
+pub struct SliceTrack {
+    /// Its uuid.
+    pub uuid: u64,
+    /// Tie-break rank, `RANK_*`.
+    pub rank: u8,
+    /// Edges in emission order.
+    pub edges: Vec<Edge>,
+}
+
+/// A counter track's uuid and samples (time, value).
+pub struct CounterTrack {
+    /// Its uuid.
+    pub uuid: u64,
+    /// Samples in time order.
+    pub samples: Vec<(i64, f64)>,
+}
+
+/// The whole track tree.
+#[derive(Default)]
+pub struct Layout {
+    /// Descriptors, parents before children.
+    pub descriptors: Vec<TrackDescriptor>,
+    /// Tracks with slices.
+    pub slices: Vec<SliceTrack>,
+    /// Counter tracks, filled by the caller via [`Layout::counter_track`].
+    pub counters: Vec<CounterTrack>,
+    next_uuid: u64,
+}
+
+impl Layout {
+    fn uuid(&mut self) -> u64 {
+        self.next_uuid += 1;
+        self.next_uuid
+    }
+
+    fn named(&mut self, name: String, parent: Option<u64>, rank: i32) -> TrackDescriptor {
+        TrackDescriptor {
+            uuid: Some(self.uuid()),
+            name: Some(name),
+            parent_uuid: parent,
+            sibling_order_rank: Some(rank),
+            ..Default::default()
+        }
+    }
+
+    /// Adds the lanes of `order` (sorted items) as tracks: the first uses
+    /// `first`, the others are named `"{base} (k)"` under `parent`.
+    fn lanes(
+        &mut self,
+        items: &Items,
+        order: &[u32],
+        first: TrackDescriptor,
+        base: &str,
+        parent: Option<u64>,
+        rank: u8,
+    ) {
+        for (k, lane) in lanes::assign(items, order).iter().enumerate() {
+            let td = if k == 0 {
+                first.clone()
+            } else {
+                let r = first.sibling_order_rank.unwrap_or(0);
+                self.named(format!("{base} ({})", k + 1), parent, r)
+            };
+            self.slices.push(SliceTrack {
+                uuid: td.uuid.unwrap_or_default(),
+                rank,
+                edges: lanes::edges(items, lane),
+            });
+            self.descriptors.push(td);
+        }
+    }
+
+    /// Adds a counter track under `parent` and returns its index in
+    /// `counters`.
+    pub fn counter_track(
+        &mut self,
+        name: String,
+        unit: &str,
+        parent: u64,
+        rank: i32,
+        samples: Vec<(i64, f64)>,
+    ) {
+        let mut td = self.named(name, Some(parent), rank);
+        td.counter = Some(CounterDescriptor {
+            unit_name: Some(unit.to_string()),
+        });
+        self.counters.push(CounterTrack {
+            uuid: td.uuid.unwrap_or_default(),
+            samples,
+        });
+        self.descriptors.push(td);
+    }
+}
+
+/// Outer kinds first at equal ranges, as the Trace nests them; runtime
+/// calls innermost.
+fn op_rank(k: CpuOpKind) -> u8 {
+    match k {
+        CpuOpKind::ProfilerStep => 0,
+        CpuOpKind::UserAnnotation => 1,
+        CpuOpKind::PythonFunction => 2,
+        CpuOpKind::Other => 3,
+        CpuOpKind::Operator => 4,
+    }
+}
+
+fn sort_items(items: &Items, order: &mut [u32], rank: impl Fn(u32) -> u8) {
+    order.sort_by_key(|&i| (items.start(i), std::cmp::Reverse(items.end(i)), rank(i)));
+}
+
+fn fits_i32(v: i64) -> bool {
+    i32::try_from(v).is_ok()
+}
+
+/// Builds the items and the track tree of `trace`. Returns the layout and
+/// the uuid of each device's group track (for counters), by device.
+pub fn build(trace: &Trace, idle: &[IdleGap]) -> (Items, Layout, BTreeMap<u32, u64>) {
+    let mut items = Items::default();
+    let mut layout = Layout::default();
+
+    // CPU: one process track per pid, one thread track (+ lanes) per thread.
+    let mut per_thread: Vec<Vec<u32>> = vec![Vec::new(); trace.threads.len()];
+    for i in 0..trace.cpu_ops.len() {
+        let t = trace.cpu_ops.thread[i].0 as usize;
+        per_thread[t].push(items.push(trace.cpu_ops.start[i], trace.cpu_ops.end[i], Src::Op(i as u32)));
+    }
+    for i in 0..trace.runtime.len() {
+        let t = trace.runtime.thread[i].0 as usize;
+        per_thread[t].push(items.push(trace.runtime.start[i], trace.runtime.end[i], Src::Call(i as u32)));
+    }
+    let mut process_uuid: BTreeMap<i64, u64> = BTreeMap::new();
+    for (t, order) in per_thread.iter_mut().enumerate() {
+        if order.is_empty() {
+            continue;
+        }
+        sort_items(&items, order, |i| match items.src[i as usize] {
+            Src::Op(o) => op_rank(trace.cpu_ops.kind[o as usize]),
+            _ => 5,
+        });
+        let (pid, tid) = (trace.threads.pid[t], trace.threads.tid[t]);
+        let puuid = match process_uuid.get(&pid) {
+            Some(&u) => u,
+            None => {
+                let u = layout.uuid();
+                // Pids that do not fit Perfetto's int32 (string pids mapped
+                // to negatives still fit) become a named group instead.
+                let td = TrackDescriptor {
+                    uuid: Some(u),
+                    process: fits_i32(pid).then_some(ProcessDescriptor {
+                        pid: Some(pid as i32),
+                        process_name: None,
+                    }),
+                    name: (!fits_i32(pid)).then(|| format!("process {pid}")),
+                    ..Default::default()
+                };
+                layout.descriptors.push(td);
+                process_uuid.insert(pid, u);
+                u
+            }
+        };
+        let name = trace.strings.get(trace.threads.name[t]);
+        let label = if name.is_empty() {
+            format!("thread {tid}")
+        } else {
+            name.to_string()
+        };
+        let uuid = layout.uuid();
+        let first = if fits_i32(pid) && fits_i32(tid) {
+            TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(puuid),
+                thread: Some(ThreadDescriptor {
+                    pid: Some(pid as i32),
+                    tid: Some(tid as i32),
+                    thread_name: (!name.is_empty()).then(|| name.to_string()),
+                }),
+                ..Default::default()
+            }
+        } else {
+            TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(puuid),
+                name: Some(label.clone()),
+                ..Default::default()
+            }
+        };
+        layout.lanes(&items, order, first, &label, Some(puuid), RANK_CPU);
+    }
+
+    // GPU: a group per device; per stream, work and sync records apart.
+    let mut per_stream: BTreeMap<(u32, i64, bool), Vec<u32>> = BTreeMap::new();
+    for i in 0..trace.gpu.len() {
+        let key = (
+            trace.gpu.device[i],
+            trace.gpu.stream[i],
+            trace.gpu.kind[i] == GpuKind::Sync,
+        );
+        let it = items.push(trace.gpu.start[i], trace.gpu.end[i], Src::Gpu(i as u32));
+        per_stream.entry(key).or_default().push(it);
+    }
+    let mut per_device_ann: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for i in 0..trace.markers.len() {
+        if trace.markers.kind[i] == MarkerKind::GpuAnnotation && trace.markers.device[i] != u32::MAX {
+            let it = items.push(
+                trace.markers.start[i],
+                trace.markers.end[i],
+                Src::Marker(i as u32),
+            );
+            per_device_ann
+                .entry(trace.markers.device[i])
+                .or_default()
+                .push(it);
+        }
+    }
+    let mut per_device_idle: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (k, g) in idle.iter().enumerate() {
+        let it = items.push(g.start, g.end, Src::Idle(k as u32));
+        per_device_idle.entry(g.device).or_default().push(it);
+    }
+    let mut devices: Vec<u32> = per_stream.keys().map(|k| k.0).collect();
+    devices.extend(per_device_ann.keys());
+    devices.extend(per_device_idle.keys());
+    devices.sort_unstable();
+    devices.dedup();
+    let mut groups = BTreeMap::new();
+    for &d in &devices {
+        let dev_name = (0..trace.devices.len())
+            .find(|&i| trace.devices.id[i] == d)
+            .map(|i| trace.strings.get(trace.devices.name[i]))
+            .filter(|n| !n.is_empty());
+        let title = match dev_name {
+            Some(n) => format!("GPU {d}: {n}"),
+            None => format!("GPU {d}"),
+        };
+        let mut group = layout.named(title, None, 0);
+        group.child_ordering = Some(ChildOrdering::Explicit as i32);
+        let guuid = group.uuid.unwrap_or_default();
+        layout.descriptors.push(group);
+        groups.insert(d, guuid);
+        let mut rank = 0;
+        for (&(_, stream, sync), order) in per_stream.range_mut((d, i64::MIN, false)..=(d, i64::MAX, true)) {
+            sort_items(&items, order, |_| 0);
+            let base = if sync {
+                format!("stream {stream} sync")
+            } else {
+                format!("stream {stream}")
+            };
+            rank += 1;
+            let first = layout.named(base.clone(), Some(guuid), rank);
+            layout.lanes(&items, order, first, &base, Some(guuid), RANK_GPU);
+        }
+        for (name, map, r) in [
+            ("GPU annotations", &mut per_device_ann, 10_000),
+            ("GPU idle", &mut per_device_idle, 10_001),
+        ] {
+            if let Some(order) = map.get_mut(&d) {
+                sort_items(&items, order, |_| 0);
+                let first = layout.named(name.to_string(), Some(guuid), r);
+                layout.lanes(&items, order, first, name, Some(guuid), RANK_DERIVED);
+            }
+        }
+    }
+    (items, layout, groups)
+}

@@ -1,0 +1,327 @@
+//! [`PacketWriter`]: streams `TracePacket`s to any `Write`, one packet at a
+//! time, with interned event names, categories and arg names, and counts
+//! what it wrote so tests can compare with the trace processor.
+//!
+//! The file is `Trace { repeated TracePacket packet = 1; }`, so each packet is
+//! written as field 1 (tag byte `0x0A`, varint length, bytes) and no `Trace`
+//! is ever held in memory (notes §2).
+
+use super::proto::*;
+use gapscope_collectors::trace::{StrId, Strings};
+use prost::Message;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+/// One writer is one packet sequence. Any non-zero id works; zero breaks
+/// interning (pitfall 8), and iids are scoped to it (pitfall 7).
+const SEQUENCE_ID: u32 = 1;
+
+/// Flush the packet buffer to the output once it holds this much.
+const FLUSH_AT: usize = 256 * 1024;
+
+/// What the writer emitted; the trace processor must report the same.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Packets written.
+    pub packets: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Track descriptors written.
+    pub tracks: u64,
+    /// Of those, tracks that got at least one slice.
+    pub slice_tracks: u64,
+    /// Of those, counter tracks that got at least one sample.
+    pub counter_tracks: u64,
+    /// Slices (BEGIN packets; each has exactly one END).
+    pub slices: u64,
+    /// Flows: ids that were started and later terminated.
+    pub flows: u64,
+    /// Counter samples.
+    pub counter_samples: u64,
+}
+
+/// A slice or arg name: a string of the trace's pool, or other text.
+#[derive(Clone, Copy, Debug)]
+pub enum Name<'a> {
+    /// Interned in the trace.
+    Id(StrId),
+    /// Anything else (synthetic names such as `idle`).
+    Text(&'a str),
+}
+
+/// A typed arg value.
+#[derive(Clone, Copy, Debug)]
+pub enum ArgValue<'a> {
+    /// Signed integer.
+    Int(i64),
+    /// Double.
+    Double(f64),
+    /// Text.
+    Str(&'a str),
+}
+
+/// One arg on a slice: `debug.<name>` in the trace processor's `args`.
+#[derive(Clone, Copy, Debug)]
+pub struct Arg<'a> {
+    /// Arg name, interned per sequence.
+    pub name: &'static str,
+    /// Value.
+    pub value: ArgValue<'a>,
+}
+
+/// Streams packets of one sequence to `out`.
+pub struct PacketWriter<'t, W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    strings: &'t Strings,
+    /// iid of trace string `i` is `i + 1` once emitted; `false` until then.
+    name_sent: Vec<bool>,
+    /// Other names: iids after the trace's.
+    text_iids: HashMap<String, u64>,
+    cat_iids: HashMap<&'static str, u64>,
+    arg_iids: HashMap<&'static str, u64>,
+    /// Reused for every event to avoid per-packet allocations.
+    packet: TracePacket,
+    event: TrackEvent,
+    interned: InternedData,
+    first: bool,
+    counts: Counts,
+    flows_started: u64,
+}
+
+impl<'t, W: Write> PacketWriter<'t, W> {
+    /// A writer whose `Name::Id`s resolve in `strings`.
+    pub fn new(out: W, strings: &'t Strings) -> Self {
+        PacketWriter {
+            out,
+            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            strings,
+            name_sent: vec![false; strings.len()],
+            text_iids: HashMap::new(),
+            cat_iids: HashMap::new(),
+            arg_iids: HashMap::new(),
+            packet: TracePacket::default(),
+            event: TrackEvent::default(),
+            interned: InternedData::default(),
+            first: true,
+            counts: Counts::default(),
+            flows_started: 0,
+        }
+    }
+
+    /// Declares a track. Must precede every event on it (pitfall 12).
+    pub fn descriptor(&mut self, td: TrackDescriptor) -> io::Result<()> {
+        self.counts.tracks += 1;
+        let mut p = TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE_ID),
+            data: Some(PacketData::TrackDescriptor(td)),
+            ..Default::default()
+        };
+        self.mark_first(&mut p);
+        self.emit(&p)
+    }
+
+    /// Opens a slice on `track` at `ts`. `flows` start here and `terminating`
+    /// end here.
+    #[allow(clippy::too_many_arguments)]
+    pub fn begin(
+        &mut self,
+        ts: u64,
+        track: u64,
+        name: Name<'_>,
+        category: &'static str,
+        args: &[Arg<'_>],
+        flows: &[u64],
+        terminating: &[u64],
+    ) -> io::Result<()> {
+        self.counts.slices += 1;
+        self.flows_started += flows.len() as u64;
+        self.counts.flows += terminating.len() as u64;
+        let mut ev = std::mem::take(&mut self.event);
+        ev.r#type = Some(EventType::SliceBegin as i32);
+        ev.track_uuid = Some(track);
+        ev.name = Some(EventName::NameIid(self.name_iid(name)));
+        ev.category_iids.clear();
+        ev.category_iids.push(self.cat_iid(category));
+        ev.debug_annotations.clear();
+        for a in args {
+            let name = Some(AnnotationName::NameIid(self.arg_iid(a.name)));
+            let value = Some(match a.value {
+                ArgValue::Int(v) => AnnotationValue::Int(v),
+                ArgValue::Double(v) => AnnotationValue::Double(v),
+                ArgValue::Str(s) => AnnotationValue::String(s.to_string()),
+            });
+            ev.debug_annotations.push(DebugAnnotation { name, value });
+        }
+        ev.flow_ids.clear();
+        ev.flow_ids.extend_from_slice(flows);
+        ev.terminating_flow_ids.clear();
+        ev.terminating_flow_ids.extend_from_slice(terminating);
+        self.event_packet(ts, ev)
+    }
+
+    /// Closes the innermost open slice on `track`. No name: an END with a
+    /// different name is a data-loss stat (pitfall 14).
+    pub fn end(&mut self, ts: u64, track: u64) -> io::Result<()> {
+        let mut ev = std::mem::take(&mut self.event);
+        ev.r#type = Some(EventType::SliceEnd as i32);
+        ev.track_uuid = Some(track);
+        ev.name = None;
+        ev.category_iids.clear();
+        ev.debug_annotations.clear();
+        ev.flow_ids.clear();
+        ev.terminating_flow_ids.clear();
+        self.event_packet(ts, ev)
+    }
+
+    /// A counter sample on counter track `track`.
+    pub fn counter(&mut self, ts: u64, track: u64, value: f64) -> io::Result<()> {
+        self.counts.counter_samples += 1;
+        let mut ev = std::mem::take(&mut self.event);
+        ev.r#type = Some(EventType::Counter as i32);
+        ev.track_uuid = Some(track);
+        ev.name = None;
+        ev.category_iids.clear();
+        ev.debug_annotations.clear();
+        ev.flow_ids.clear();
+        ev.terminating_flow_ids.clear();
+        ev.counter_value = Some(CounterValue::Double(value));
+        let r = self.event_packet(ts, ev);
+        self.event.counter_value = None;
+        r
+    }
+
+    /// Records how many tracks got slices / counter samples (the layout
+    /// knows; the writer does not track per-track state).
+    pub fn set_data_tracks(&mut self, slice_tracks: u64, counter_tracks: u64) {
+        self.counts.slice_tracks = slice_tracks;
+        self.counts.counter_tracks = counter_tracks;
+    }
+
+    /// Flushes and returns the counts. Every started flow must have been
+    /// terminated: an open flow would be a dangling arrow.
+    pub fn finish(mut self) -> io::Result<Counts> {
+        debug_assert_eq!(self.flows_started, self.counts.flows, "unterminated flows");
+        self.flush_buf()?;
+        self.out.flush()?;
+        Ok(self.counts)
+    }
+
+    fn event_packet(&mut self, ts: u64, ev: TrackEvent) -> io::Result<()> {
+        let mut p = std::mem::take(&mut self.packet);
+        p.timestamp = Some(ts);
+        p.trusted_packet_sequence_id = Some(SEQUENCE_ID);
+        // Every packet that uses iids says so, or the names come out NULL
+        // (pitfall 5).
+        p.sequence_flags = Some(SEQ_NEEDS_INCREMENTAL_STATE);
+        p.first_packet_on_sequence = None;
+        let interned = std::mem::take(&mut self.interned);
+        let has_new = !(interned.event_names.is_empty()
+            && interned.event_categories.is_empty()
+            && interned.debug_annotation_names.is_empty());
+        p.interned_data = has_new.then_some(interned);
+        p.data = Some(PacketData::TrackEvent(ev));
+        self.mark_first(&mut p);
+        let r = self.emit(&p);
+        if let Some(PacketData::TrackEvent(ev)) = p.data.take() {
+            self.event = ev;
+        }
+        if let Some(mut i) = p.interned_data.take() {
+            i.event_names.clear();
+            i.event_categories.clear();
+            i.debug_annotation_names.clear();
+            self.interned = i;
+        }
+        self.packet = p;
+        r
+    }
+
+    /// The first packet clears incremental state; without it every packet
+    /// that needs it is dropped (pitfall 6).
+    fn mark_first(&mut self, p: &mut TracePacket) {
+        if self.first {
+            self.first = false;
+            p.first_packet_on_sequence = Some(true);
+            p.sequence_flags = Some(p.sequence_flags.unwrap_or(0) | SEQ_INCREMENTAL_STATE_CLEARED);
+        }
+    }
+
+    fn emit(&mut self, p: &TracePacket) -> io::Result<()> {
+        self.counts.packets += 1;
+        let before = self.buf.len();
+        prost::encoding::message::encode(1, p, &mut self.buf);
+        self.counts.bytes += (self.buf.len() - before) as u64;
+        debug_assert_eq!(
+            self.buf.len() - before,
+            1 + prost::length_delimiter_len(p.encoded_len()) + p.encoded_len()
+        );
+        if self.buf.len() >= FLUSH_AT {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+
+    fn flush_buf(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn name_iid(&mut self, name: Name<'_>) -> u64 {
+        match name {
+            Name::Id(id) => {
+                let i = id.0 as usize;
+                if !self.name_sent[i] {
+                    self.name_sent[i] = true;
+                    self.interned.event_names.push(InternedString {
+                        iid: Some(i as u64 + 1),
+                        name: Some(self.strings.get(id).to_string()),
+                    });
+                }
+                i as u64 + 1
+            }
+            Name::Text(s) => {
+                if let Some(&iid) = self.text_iids.get(s) {
+                    return iid;
+                }
+                let iid = (self.name_sent.len() + self.text_iids.len()) as u64 + 1;
+                self.text_iids.insert(s.to_string(), iid);
+                self.interned.event_names.push(InternedString {
+                    iid: Some(iid),
+                    name: Some(s.to_string()),
+                });
+                iid
+            }
+        }
+    }
+
+    fn cat_iid(&mut self, cat: &'static str) -> u64 {
+        intern_static(&mut self.cat_iids, &mut self.interned.event_categories, cat)
+    }
+
+    fn arg_iid(&mut self, name: &'static str) -> u64 {
+        intern_static(
+            &mut self.arg_iids,
+            &mut self.interned.debug_annotation_names,
+            name,
+        )
+    }
+}
+
+fn intern_static(
+    table: &mut HashMap<&'static str, u64>,
+    new: &mut Vec<InternedString>,
+    s: &'static str,
+) -> u64 {
+    if let Some(&iid) = table.get(s) {
+        return iid;
+    }
+    let iid = table.len() as u64 + 1;
+    table.insert(s, iid);
+    new.push(InternedString {
+        iid: Some(iid),
+        name: Some(s.to_string()),
+    });
+    iid
+}

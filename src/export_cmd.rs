@@ -1,0 +1,96 @@
+//! `gapscope export`: write a trace as a timeline to open in
+//! ui.perfetto.dev (native Perfetto protobuf) or in any Chrome-trace viewer
+//! (Kineto-compatible JSON).
+
+use crate::export::{chrome, idle, perfetto};
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use gapscope_collectors::kineto::{self, ImportOptions};
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+/// Examples shown by `gapscope export --help`.
+pub const EXAMPLES: &str = "\
+EXAMPLES:
+    A Perfetto timeline with GPU idle gaps named by cause, launch-to-kernel
+    flows, GPU utilization and launch queue counters:
+        gapscope export run.pt.trace.json.gz -o run.pftrace
+    then open run.pftrace in https://ui.perfetto.dev
+
+    Kineto-compatible Chrome JSON (re-imports into gapscope, HTA, TensorBoard):
+        gapscope export run.pt.trace.json.gz --format chrome -o run.json";
+
+/// `gapscope export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Kineto trace (`.json` or `.json.gz`).
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+
+    /// Where to write the timeline.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// Timeline format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Perfetto)]
+    pub format: ExportFormat,
+
+    /// No summary or progress on stderr (errors are still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// What `export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Native Perfetto protobuf (`.pftrace`).
+    Perfetto,
+    /// Kineto-compatible Chrome trace JSON.
+    Chrome,
+}
+
+/// Runs `gapscope export`.
+pub fn run(args: &ExportArgs) -> Result<()> {
+    let import = ImportOptions {
+        progress: !args.quiet && io::stderr().is_terminal(),
+    };
+    let trace = kineto::import_file(&args.trace, &import).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Write beside the target and rename at the end: a truncated trace
+    // loads its prefix without any error (perfetto.md pitfall 15), so a
+    // failed export must not leave one behind under the real name.
+    let tmp = tmp_path(&args.output);
+    let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    let out = BufWriter::with_capacity(1 << 20, file);
+    let summary = match args.format {
+        ExportFormat::Perfetto => {
+            let gaps = idle::idle_gaps(&trace);
+            let c = perfetto::write(&trace, &gaps, &perfetto::Options::default(), out)
+                .with_context(|| format!("{}: write failed", tmp.display()))?;
+            format!(
+                "{} slices on {} tracks, {} flows, {} counter samples, {} bytes",
+                c.slices, c.slice_tracks, c.flows, c.counter_samples, c.bytes
+            )
+        }
+        ExportFormat::Chrome => {
+            let c = chrome::write(&trace, out).with_context(|| format!("{}: write failed", tmp.display()))?;
+            format!("{} events, {} flows", c.events, c.flows)
+        }
+    };
+    std::fs::rename(&tmp, &args.output)
+        .with_context(|| format!("{}: cannot write", args.output.display()))?;
+    if !args.quiet {
+        let _ = writeln!(
+            io::stderr().lock(),
+            "gapscope: wrote {}: {summary}",
+            args.output.display()
+        );
+    }
+    Ok(())
+}
+
+fn tmp_path(out: &Path) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    out.with_file_name(name)
+}

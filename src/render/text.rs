@@ -1,0 +1,173 @@
+//! Text output: per trace, the window, then per device where the time went,
+//! the HTA-compatible temporal block, a per-step table and launch
+//! statistics. Sections are small functions so later ones (why idle,
+//! findings) slot in beside them.
+
+use super::table::Table;
+use super::{human, ms, pct};
+use crate::analyze::Analysed;
+use gapscope_analyzers::analysis::{Analysis, DeviceReport};
+use gapscope_analyzers::breakdown::Breakdown;
+use std::io::{self, Write};
+
+/// Steps shown per device before the table is cut short.
+const MAX_STEP_ROWS: usize = 20;
+
+/// Writes every analysed trace, one section each.
+pub fn write(out: &mut dyn Write, results: &[Analysed]) -> io::Result<()> {
+    for (i, r) in results.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        trace_section(out, r)?;
+    }
+    Ok(())
+}
+
+fn trace_section(out: &mut dyn Write, r: &Analysed) -> io::Result<()> {
+    let a = &r.analysis;
+    writeln!(out, "{}", r.name)?;
+    window_line(out, a)?;
+    if a.devices.is_empty() {
+        writeln!(out)?;
+        return writeln!(
+            out,
+            "no GPU activity found in {}: was the profiler run with ProfilerActivity.CUDA?",
+            r.name
+        );
+    }
+    for d in &a.devices {
+        writeln!(out)?;
+        device_section(out, a, d)?;
+    }
+    Ok(())
+}
+
+fn window_line(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
+    let w = &a.window;
+    let dur = ms(w.duration_ns);
+    match w.basis.as_str() {
+        "steps" => {
+            let sel = &w.steps_selected;
+            let (first, last) = (
+                sel.first().copied().unwrap_or(0),
+                sel.last().copied().unwrap_or(0),
+            );
+            let which = if sel.len() == 1 {
+                format!("step #{first}")
+            } else {
+                format!("{} steps #{first}..#{last}", sel.len())
+            };
+            writeln!(
+                out,
+                "window: {which} of {} in the trace, {dur} ms",
+                w.steps_in_trace
+            )
+        }
+        "empty" => writeln!(
+            out,
+            "window: empty: the step selection matched no step in the trace"
+        ),
+        _ => writeln!(
+            out,
+            "window: first to last event, {dur} ms (no ProfilerStep ranges in the trace)"
+        ),
+    }
+}
+
+fn device_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::Result<()> {
+    writeln!(out, "GPU {}: {}", d.device, d.name)?;
+    breakdown_table(out, &d.breakdown)?;
+    writeln!(out)?;
+    temporal_line(out, d)?;
+    writeln!(out)?;
+    steps_table(out, a, d.device)?;
+    launch_line(out, d)
+}
+
+fn breakdown_table(out: &mut dyn Write, b: &Breakdown) -> io::Result<()> {
+    let w = b.window_ns;
+    let mut t = Table::new(["where the time went", "ms", "%"]);
+    let mut row = |name: &str, ns| t.row([name.to_string(), ms(ns), pct(ns, w)]);
+    row("compute", b.compute_ns);
+    row("communication", b.communication_ns);
+    row("memcpy", b.memcpy_ns);
+    let k = &b.memcpy_by_kind_ns;
+    row("  HtoD", k.htod);
+    row("  DtoH", k.dtoh);
+    row("  DtoD", k.dtod);
+    if k.other != 0 {
+        row("  other", k.other);
+    }
+    row("memset", b.memset_ns);
+    row("idle", b.idle_ns);
+    row("window", w);
+    t.write(out, "  ")
+}
+
+fn temporal_line(out: &mut dyn Write, d: &DeviceReport) -> io::Result<()> {
+    let t = &d.temporal;
+    let part = |ns| format!("{} ms ({})", ms(ns), pct(ns, t.span_ns));
+    writeln!(
+        out,
+        "  HTA temporal breakdown over {} ms: idle {}, compute {}, non-compute {}",
+        ms(t.span_ns),
+        part(t.idle_ns),
+        part(t.compute_ns),
+        part(t.non_compute_ns)
+    )
+}
+
+fn steps_table(out: &mut dyn Write, a: &Analysis, device: u32) -> io::Result<()> {
+    if a.steps.is_empty() {
+        return Ok(());
+    }
+    let mut t = Table::new(["step", "ms", "compute", "comm", "memcpy", "memset", "idle"]);
+    for s in a.steps.iter().take(MAX_STEP_ROWS) {
+        let Some(sd) = s.devices.iter().find(|sd| sd.device == device) else {
+            continue;
+        };
+        let b = &sd.breakdown;
+        let w = b.window_ns;
+        t.row([
+            format!("#{}", s.step),
+            ms(w),
+            pct(b.compute_ns, w),
+            pct(b.communication_ns, w),
+            pct(b.memcpy_ns, w),
+            pct(b.memset_ns, w),
+            pct(b.idle_ns, w),
+        ]);
+    }
+    t.write(out, "  ")?;
+    if a.steps.len() > MAX_STEP_ROWS {
+        writeln!(
+            out,
+            "  ... and {} more steps (all of them: --format json)",
+            a.steps.len() - MAX_STEP_ROWS
+        )?;
+    }
+    writeln!(out)
+}
+
+fn launch_line(out: &mut dyn Write, d: &DeviceReport) -> io::Result<()> {
+    let l = &d.launch_stats;
+    if l.count == 0 {
+        return writeln!(out, "  kernel launches: none linked to a runtime call");
+    }
+    writeln!(
+        out,
+        "  kernel launches: {}; launch delay p50 {}, p90 {}, max {}; launch call p50 {}, p90 {}",
+        l.count,
+        human(l.launch_delay_ns.p50),
+        human(l.launch_delay_ns.p90),
+        human(l.launch_delay_ns.max),
+        human(l.cpu_duration_ns.p50),
+        human(l.cpu_duration_ns.p90),
+    )?;
+    writeln!(
+        out,
+        "    {} short kernels (GPU time shorter than their launch call), {} slow launch calls, {} long launch delays",
+        l.short_kernels, l.runtime_outliers, l.launch_delay_outliers
+    )
+}

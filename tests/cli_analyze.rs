@@ -1,0 +1,180 @@
+//! `gapscope analyze` on the demo trace and on a real shared trace.
+
+mod common;
+use common::*;
+use std::ffi::OsString;
+
+#[test]
+fn demo_text_shows_breakdown_steps_and_launches() {
+    let r = gapscope(["analyze", "--demo"]).expect_code(0);
+    let out = &r.stdout;
+    for needle in [
+        "demo.pt.trace.json.gz (built-in demo)",
+        "window: 5 steps #10..#14",
+        "GPU 0: NVIDIA H100 80GB HBM3",
+        "compute",
+        "HtoD",
+        "idle",
+        "HTA temporal breakdown",
+        "#12",
+        "kernel launches:",
+    ] {
+        assert!(out.contains(needle), "`{needle}` not in:\n{out}");
+    }
+    assert!(r.stderr.is_empty(), "unexpected stderr: {}", r.stderr);
+}
+
+#[test]
+fn no_trace_means_the_demo() {
+    let plain = gapscope(["analyze", "--format", "json"]).expect_code(0).json();
+    let demo = gapscope(["analyze", "--demo", "--format", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(plain, demo);
+}
+
+#[test]
+fn demo_json_is_one_object_whose_numbers_add_up() {
+    let j = gapscope(["analyze", "--demo", "--format", "json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(j["schema_version"], 1);
+    let devices = j["devices"].as_array().expect("devices array");
+    assert_eq!(devices.len(), 1);
+    let d = &devices[0];
+    assert_eq!(d["device"], 0);
+    assert_breakdown_adds_up(&d["breakdown"]);
+    let b = &d["breakdown"];
+    assert_eq!(b["window_ns"], j["window"]["duration_ns"]);
+    // The demo plants a slow DataLoader, syncs and a launch-bound loop: the
+    // GPU must be idle for a real share of the window, and busy for another.
+    let share = |k: &str| b[k].as_f64().unwrap() / b["window_ns"].as_f64().unwrap();
+    assert!(
+        (0.2..0.8).contains(&share("idle_ns")),
+        "idle share {}",
+        share("idle_ns")
+    );
+    assert!(share("compute_ns") > 0.2, "compute share {}", share("compute_ns"));
+    assert!(b["memcpy_by_kind_ns"]["htod"].as_i64().unwrap() > 0);
+    assert!(b["memcpy_by_kind_ns"]["dtoh"].as_i64().unwrap() > 0);
+    let steps = j["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 5);
+    for s in steps {
+        assert_breakdown_adds_up(&s["devices"][0]["breakdown"]);
+    }
+    assert!(d["launch_stats"]["count"].as_u64().unwrap() > 500);
+}
+
+#[test]
+fn steps_select_the_window() {
+    let all = gapscope(["analyze", "--format", "json"]).expect_code(0).json();
+    let some = gapscope(["analyze", "--format", "json", "--steps", "11..12"])
+        .expect_code(0)
+        .json();
+    assert_eq!(some["window"]["steps_selected"], serde_json::json!([11, 12]));
+    assert_eq!(some["steps"].as_array().unwrap().len(), 2);
+    let step = |j: &serde_json::Value, n: u64| {
+        j["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["step"] == n)
+            .cloned()
+            .unwrap()
+    };
+    // The window runs from step 11's start to step 12's end.
+    assert_eq!(some["window"]["start_ns"], step(&all, 11)["start_ns"]);
+    assert_eq!(some["window"]["end_ns"], step(&all, 12)["end_ns"]);
+    assert_breakdown_adds_up(&some["devices"][0]["breakdown"]);
+}
+
+#[test]
+fn exclude_last_step_drops_step_14() {
+    let all = gapscope(["analyze", "--format", "json"]).expect_code(0).json();
+    let j = gapscope(["analyze", "--format", "json", "--exclude-last-step"])
+        .expect_code(0)
+        .json();
+    assert_eq!(j["window"]["steps_selected"], serde_json::json!([10, 11, 12, 13]));
+    let last = all["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == 13)
+        .unwrap();
+    assert_eq!(j["window"]["end_ns"], last["end_ns"]);
+    assert!(j["window"]["duration_ns"].as_i64() < all["window"]["duration_ns"].as_i64());
+}
+
+#[test]
+fn bad_steps_flag_is_a_usage_error() {
+    let r = gapscope(["analyze", "--steps", "9..5"]).expect_code(2);
+    assert!(r.stderr.contains("--steps"), "{}", r.stderr);
+    assert!(!r.stderr.contains("panicked"));
+}
+
+#[test]
+fn help_lists_examples() {
+    for args in [vec!["--help"], vec!["analyze", "--help"]] {
+        let r = gapscope(&args).expect_code(0);
+        assert!(r.stdout.contains("EXAMPLES:"), "{args:?}:\n{}", r.stdout);
+        assert!(r.stdout.contains("gapscope analyze --demo"), "{}", r.stdout);
+    }
+}
+
+#[test]
+fn several_traces_give_a_json_array_and_one_text_section_each() {
+    let dir = TempDir::new("several");
+    let a = dir.file("a.json", &demo_json());
+    let b = dir.file("b.json", &demo_json());
+    let args: Vec<OsString> = vec![
+        "analyze".into(),
+        a.clone().into(),
+        b.clone().into(),
+        "--format".into(),
+        "json".into(),
+    ];
+    let j = gapscope(&args).expect_code(0).json();
+    let arr = j.as_array().expect("an array for two traces");
+    assert_eq!(arr.len(), 2);
+    assert_eq!(arr[0]["devices"], arr[1]["devices"]);
+    let t = gapscope(&args[..3]).expect_code(0);
+    assert!(t.stdout.contains(&a.display().to_string()) && t.stdout.contains(&b.display().to_string()));
+}
+
+#[test]
+fn shared_resnet50_trace_json_adds_up() {
+    let p = shared_trace("kineto-tb-plugin/resnet50_num_workers_0.worker0.1623143089861.pt.trace.json.gz");
+    let args: Vec<OsString> = vec!["analyze".into(), "--format".into(), "json".into(), p.into()];
+    let r = gapscope(&args).expect_code(0);
+    let j = r.json();
+    let devices = j["devices"].as_array().unwrap();
+    assert!(!devices.is_empty(), "a V100 trace with kernels has a device");
+    for d in devices {
+        assert_breakdown_adds_up(&d["breakdown"]);
+        assert!(d["breakdown"]["compute_ns"].as_i64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn closed_stdout_exits_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    // Enough traces that the JSON outgrows the pipe buffer (64 KiB), so the
+    // binary really writes into a closed pipe.
+    let dir = TempDir::new("pipe");
+    let demo = dir.file("demo.json", &demo_json());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gapscope"))
+        .args(["analyze", "--format", "json"])
+        .args(std::iter::repeat_n(&demo, 40))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read a few bytes, then close the pipe, as `| head -c 10` would.
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+}
