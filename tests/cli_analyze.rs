@@ -18,6 +18,9 @@ fn demo_text_shows_breakdown_steps_and_launches() {
         "HTA temporal breakdown",
         "#12",
         "kernel launches:",
+        "Why the GPU was idle",
+        "Top idle-causing operators",
+        "Longest gaps",
     ] {
         assert!(out.contains(needle), "`{needle}` not in:\n{out}");
     }
@@ -63,6 +66,71 @@ fn demo_json_is_one_object_whose_numbers_add_up() {
         assert_breakdown_adds_up(&s["devices"][0]["breakdown"]);
     }
     assert!(d["launch_stats"]["count"].as_u64().unwrap() > 500);
+}
+
+/// Idle by cause adds up to idle, per device and per step, and the demo's
+/// planted DataLoader stall is its top cause, named with its source line.
+#[test]
+fn demo_json_attributes_idle_time() {
+    let j = gapscope(["analyze", "--format", "json"]).expect_code(0).json();
+    let d = &j["devices"][0];
+    let sum = |causes: &serde_json::Value| -> i64 {
+        causes
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_i64().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        sum(&d["idle_by_cause_ns"]),
+        d["breakdown"]["idle_ns"].as_i64().unwrap()
+    );
+    for s in j["steps"].as_array().unwrap() {
+        let sd = &s["devices"][0];
+        assert_eq!(
+            sum(&sd["idle_by_cause_ns"]),
+            sd["breakdown"]["idle_ns"].as_i64().unwrap()
+        );
+    }
+    let causes = d["idle_by_cause_ns"].as_object().unwrap();
+    let top = causes.iter().max_by_key(|(_, v)| v.as_i64().unwrap()).unwrap().0;
+    assert_eq!(top, "dataloader");
+    let gap = &d["top_gaps"][0];
+    assert_eq!(gap["cause"], "dataloader");
+    assert!(
+        gap["annotation"].as_str().unwrap().contains("DataLoader"),
+        "{gap}"
+    );
+    assert!(gap["source"].as_str().unwrap().contains("data.py"), "{gap}");
+    let ops = d["top_idle_operators"].as_array().unwrap();
+    assert!(!ops.is_empty());
+    assert!(ops
+        .windows(2)
+        .all(|w| w[0]["idle_ns"].as_i64() >= w[1]["idle_ns"].as_i64()));
+}
+
+/// The shared ResNet-50 trace recorded with a 0-worker DataLoader: the
+/// text names the DataLoader as the top cause and the range to look at.
+#[test]
+fn resnet50_without_workers_names_its_dataloader() {
+    let dir = repo().join("../shared/traces/kineto-tb-plugin");
+    let path = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("resnet50_num_workers_0"))
+        .expect("the resnet50_num_workers_0 trace");
+    let r = gapscope([std::ffi::OsString::from("analyze"), path.into()]).expect_code(0);
+    let why = r
+        .stdout
+        .split("Why the GPU was idle")
+        .nth(1)
+        .expect("a why-idle section");
+    let first_cause = why.lines().nth(2).unwrap_or("");
+    assert!(first_cause.trim_start().starts_with("DataLoader"), "{why}");
+    // ... and its "mostly in" column names the DataLoader range.
+    assert!(first_cause.contains("enumerate(DataLoader)"), "{first_cause}");
 }
 
 #[test]

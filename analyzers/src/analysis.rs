@@ -6,7 +6,10 @@
 //! older files still read and the version only moves on breaking changes.
 
 use crate::breakdown::{timelines, Breakdown};
+use crate::causes::CauseTotals;
+use crate::idle::{by_cause_in, summarize, TopGap, TopIdleOperator};
 use crate::launch_stats::{launch_stats, LaunchOptions, LaunchStats};
+use crate::segments::{IdleAnalyzer, IdleSegment};
 use crate::temporal::{temporal, Temporal};
 use crate::window::{self, WindowOptions};
 use gapscope_collectors::trace::{Ns, Trace};
@@ -91,6 +94,14 @@ pub struct DeviceReport {
     pub temporal: Temporal,
     /// Kernel launch statistics over the selection.
     pub launch_stats: LaunchStats,
+    /// The window's idle time by cause; the causes add up to
+    /// `breakdown.idle_ns` exactly.
+    pub idle_by_cause_ns: CauseTotals,
+    /// The longest idle gaps, longest first, each described by its largest
+    /// cause segment.
+    pub top_gaps: Vec<TopGap>,
+    /// The operators behind the most idle time, per cause, most first.
+    pub top_idle_operators: Vec<TopIdleOperator>,
 }
 
 /// One selected step.
@@ -114,6 +125,8 @@ pub struct StepDevice {
     pub device: u32,
     /// Where the step's time went.
     pub breakdown: Breakdown,
+    /// The step's idle time by cause (adds up to `breakdown.idle_ns`).
+    pub idle_by_cause_ns: CauseTotals,
 }
 
 /// Row counts and oddities, for users to judge how far to trust the result.
@@ -156,26 +169,39 @@ impl RowCounts {
 }
 
 /// Analyses `trace`: selects the window, then computes the per-device and
-/// per-step breakdowns, the HTA-compatible temporal block and the launch
-/// statistics.
+/// per-step breakdowns, the idle time's causes and culprits, the
+/// HTA-compatible temporal block and the launch statistics.
 pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
     let selected = window::select(trace, &opts.window);
     let win = window::window(&selected);
     let timelines = timelines(&selected);
     let mut temporal = temporal(&selected).into_iter();
     let mut launches = launch_stats(&selected, &opts.launch).into_iter().peekable();
+    let idle = IdleAnalyzer::new(&selected);
+    // Segments per device, computed once and cut per step below.
+    let segments: Vec<Vec<IdleSegment>> = timelines
+        .iter()
+        .map(|tl| idle.segments(tl.device, win.span))
+        .collect();
     let devices = timelines
         .iter()
-        .map(|tl| DeviceReport {
-            device: tl.device,
-            name: device_name(trace, tl.device),
-            breakdown: tl.breakdown(win.span),
-            // Both lists hold the same active devices in the same order.
-            temporal: temporal.next().map(|(_, t)| t).unwrap_or_default(),
-            launch_stats: launches
-                .next_if(|(d, _)| *d == tl.device)
-                .map(|(_, s)| s)
-                .unwrap_or_default(),
+        .zip(&segments)
+        .map(|(tl, segs)| {
+            let attribution = summarize(&selected, tl.device, win.span, segs);
+            DeviceReport {
+                device: tl.device,
+                name: device_name(trace, tl.device),
+                breakdown: tl.breakdown(win.span),
+                // Both lists hold the same active devices in the same order.
+                temporal: temporal.next().map(|(_, t)| t).unwrap_or_default(),
+                launch_stats: launches
+                    .next_if(|(d, _)| *d == tl.device)
+                    .map(|(_, s)| s)
+                    .unwrap_or_default(),
+                idle_by_cause_ns: attribution.idle_by_cause_ns,
+                top_gaps: attribution.top_gaps,
+                top_idle_operators: attribution.top_idle_operators,
+            }
         })
         .collect();
     let steps = win
@@ -187,9 +213,11 @@ pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
             end_ns: s.end,
             devices: timelines
                 .iter()
-                .map(|tl| StepDevice {
+                .zip(&segments)
+                .map(|(tl, segs)| StepDevice {
                     device: tl.device,
                     breakdown: tl.breakdown((s.start, s.end)),
+                    idle_by_cause_ns: by_cause_in(segs, (s.start, s.end)),
                 })
                 .collect(),
         })

@@ -15,7 +15,7 @@ use crate::causes::{Cause, CauseTotals};
 use crate::intervals::Span;
 use crate::segments::{IdleAnalyzer, IdleSegment};
 use gapscope_collectors::trace::{Ns, StrId, Strings, Trace, NONE};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// How many gaps [`Attribution::top_gaps`] keeps.
@@ -41,7 +41,7 @@ pub struct Attribution {
 }
 
 /// One of the longest gaps, described by its largest segment.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopGap {
     /// GPU index.
     pub device: u32,
@@ -60,7 +60,7 @@ pub struct TopGap {
 }
 
 /// Idle time grouped by cause and culprit.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopIdleOperator {
     /// Operator name (`aten::item`), if one is blamed.
     pub operator: Option<String>,

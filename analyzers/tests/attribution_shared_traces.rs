@@ -3,6 +3,7 @@
 //! computed independently from interval unions, over the window and per
 //! step; and the ResNet-50 0-worker trace blames its DataLoader.
 
+use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::idle::{by_cause_in, summarize};
 use gapscope_analyzers::intervals::{complement, total, union, Span};
@@ -77,16 +78,14 @@ fn idle_by_cause_adds_up_on_every_shared_trace() {
     let mut files = Vec::new();
     trace_files(&shared(), &mut files);
     files.sort();
-    if files.is_empty() {
-        eprintln!("no shared traces at {}: skipped", shared().display());
-        return;
-    }
+    assert!(
+        !files.is_empty(),
+        "no traces under {}: these tests need ../shared beside the checkout",
+        shared().display()
+    );
     let mut devices_checked = 0;
     for path in &files {
-        let Ok(t) = import_file(path, &ImportOptions::default()) else {
-            eprintln!("{}: not a trace, skipped", path.display());
-            continue;
-        };
+        let t = import_file(path, &ImportOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         let (window, steps) = window_and_steps(&t);
         let ia = IdleAnalyzer::new(&t);
         for d in t.active_devices() {
@@ -115,6 +114,45 @@ fn idle_by_cause_adds_up_on_every_shared_trace() {
     assert!(devices_checked >= 10, "only {devices_checked} devices checked");
 }
 
+/// The same through [`analyze`], as `gapscope analyze` reports it: the
+/// causes add up to the breakdown's idle time per device and per step,
+/// with and without HTA's last-step exclusion.
+#[test]
+fn analysis_idle_by_cause_matches_its_breakdown_on_every_shared_trace() {
+    let mut files = Vec::new();
+    trace_files(&shared(), &mut files);
+    assert!(!files.is_empty(), "no traces under {}", shared().display());
+    let mut checked = 0;
+    for path in &files {
+        let t = import_file(path, &ImportOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        for exclude_last_step in [false, true] {
+            let mut opts = AnalyzeOptions::default();
+            opts.window.exclude_last_step = exclude_last_step;
+            let a = analyze(&t, &opts);
+            for d in &a.devices {
+                let what = format!("{} device {}", path.display(), d.device);
+                assert_eq!(d.idle_by_cause_ns.total(), d.breakdown.idle_ns, "{what}");
+                let gaps: i64 = d.top_gaps.iter().map(|g| g.dur_ns).sum();
+                assert!(gaps <= d.breakdown.idle_ns, "{what}: top gaps exceed idle");
+                checked += 1;
+            }
+            for s in &a.steps {
+                for sd in &s.devices {
+                    assert_eq!(
+                        sd.idle_by_cause_ns.total(),
+                        sd.breakdown.idle_ns,
+                        "{} step {} device {}",
+                        path.display(),
+                        s.step,
+                        sd.device
+                    );
+                }
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} device reports checked");
+}
+
 #[test]
 fn resnet50_without_workers_waits_for_its_dataloader() {
     let dir = shared().join("kineto-tb-plugin");
@@ -123,8 +161,7 @@ fn resnet50_without_workers_waits_for_its_dataloader() {
             .map(|e| e.path())
             .find(|p| p.to_string_lossy().contains("resnet50_num_workers_0"))
     }) else {
-        eprintln!("no resnet50 trace in {}: skipped", dir.display());
-        return;
+        panic!("no resnet50_num_workers_0 trace in {}", dir.display());
     };
     let t = import_file(&path, &ImportOptions::default()).unwrap();
     let (window, _) = window_and_steps(&t);

@@ -1,5 +1,6 @@
 //! A plain-text table: a header row, columns padded to their widest cell,
-//! the first column left-aligned and the rest right-aligned (numbers).
+//! the first column left-aligned and the rest right-aligned (numbers),
+//! unless marked as text with [`Table::left`].
 
 use std::io::{self, Write};
 
@@ -7,6 +8,8 @@ use std::io::{self, Write};
 #[derive(Default)]
 pub struct Table {
     rows: Vec<Vec<String>>,
+    /// Columns (besides the first) that hold text, left-aligned.
+    left: Vec<usize>,
 }
 
 impl Table {
@@ -15,6 +18,12 @@ impl Table {
         let mut t = Table::default();
         t.row(header);
         t
+    }
+
+    /// Left-aligns columns `cols` (text such as names and places).
+    pub fn left(mut self, cols: &[usize]) -> Self {
+        self.left.extend_from_slice(cols);
+        self
     }
 
     /// Appends a row.
@@ -39,6 +48,10 @@ impl Table {
             for (c, cell) in r.iter().enumerate() {
                 let pad = widths[c] - cell.chars().count();
                 if c == 0 {
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(pad));
+                } else if self.left.contains(&c) {
+                    line.push_str("  ");
                     line.push_str(cell);
                     line.push_str(&" ".repeat(pad));
                 } else {
@@ -67,6 +80,19 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "  what        ms\n  compute  12.50\n  idle      3.00\n"
+        );
+    }
+
+    #[test]
+    fn text_columns_align_left() {
+        let mut t = Table::new(["ms", "where"]).left(&[1]);
+        t.row(["12.50", "aten::item"]);
+        t.row(["3.00", "-"]);
+        let mut out = Vec::new();
+        t.write(&mut out, "").unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "ms     where\n12.50  aten::item\n3.00   -\n"
         );
     }
 }

@@ -8,10 +8,16 @@ use super::{human, ms, pct};
 use crate::analyze::Analysed;
 use gapscope_analyzers::analysis::{Analysis, DeviceReport};
 use gapscope_analyzers::breakdown::Breakdown;
+use gapscope_analyzers::causes::Cause;
+use gapscope_analyzers::idle::{TopGap, TopIdleOperator};
 use std::io::{self, Write};
 
 /// Steps shown per device before the table is cut short.
 const MAX_STEP_ROWS: usize = 20;
+/// Longest gaps listed per device.
+const MAX_GAP_ROWS: usize = 5;
+/// Culprits listed per device.
+const MAX_CULPRIT_ROWS: usize = 8;
 
 /// Writes every analysed trace, one section each.
 pub fn write(out: &mut dyn Write, results: &[Analysed]) -> io::Result<()> {
@@ -79,6 +85,7 @@ fn device_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::Re
     writeln!(out, "GPU {}: {}", d.device, d.name)?;
     breakdown_table(out, &d.breakdown)?;
     writeln!(out)?;
+    why_idle(out, d)?;
     temporal_line(out, d)?;
     writeln!(out)?;
     steps_table(out, a, d.device)?;
@@ -103,6 +110,128 @@ fn breakdown_table(out: &mut dyn Write, b: &Breakdown) -> io::Result<()> {
     row("idle", b.idle_ns);
     row("window", w);
     t.write(out, "  ")
+}
+
+/// What the CPU side was doing while the GPU sat idle: a line per cause
+/// with its main culprit, largest first, then the culprits and the longest
+/// gaps.
+fn why_idle(out: &mut dyn Write, d: &DeviceReport) -> io::Result<()> {
+    let idle = d.breakdown.idle_ns;
+    if idle == 0 {
+        return writeln!(out, "  The GPU was never idle in the window.\n");
+    }
+    let mut causes: Vec<(Cause, i64)> = d.idle_by_cause_ns.iter().filter(|&(_, ns)| ns > 0).collect();
+    causes.sort_by_key(|&(c, ns)| (std::cmp::Reverse(ns), c));
+    writeln!(out, "  Why the GPU was idle ({} ms)", ms(idle))?;
+    let mut t = Table::new(["cause", "ms", "% idle", "% window", "mostly in"]).left(&[4]);
+    for (cause, ns) in causes {
+        let culprit = d
+            .top_idle_operators
+            .iter()
+            .find(|o| o.cause == cause)
+            .map_or_else(String::new, culprit);
+        t.row([
+            cause_label(cause).to_string(),
+            ms(ns),
+            pct(ns, idle),
+            pct(ns, d.breakdown.window_ns),
+            culprit,
+        ]);
+    }
+    t.write(out, "  ")?;
+    writeln!(out)?;
+    culprits_table(out, &d.top_idle_operators)?;
+    gaps_table(out, &d.top_gaps)
+}
+
+/// The idle-causing operators, largest first.
+fn culprits_table(out: &mut dyn Write, ops: &[TopIdleOperator]) -> io::Result<()> {
+    let blamed: Vec<&TopIdleOperator> = ops
+        .iter()
+        .filter(|o| o.operator.is_some() || o.annotation.is_some() || o.source.is_some())
+        .take(MAX_CULPRIT_ROWS)
+        .collect();
+    if blamed.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "  Top idle-causing operators")?;
+    let mut t = Table::new(["ms", "gaps", "cause", "where"]).left(&[2, 3]);
+    for o in blamed {
+        t.row([
+            ms(o.idle_ns),
+            o.count.to_string(),
+            cause_label(o.cause).to_string(),
+            culprit(o),
+        ]);
+    }
+    t.write(out, "  ")?;
+    writeln!(out)
+}
+
+fn gaps_table(out: &mut dyn Write, gaps: &[TopGap]) -> io::Result<()> {
+    if gaps.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "  Longest gaps")?;
+    let mut t = Table::new(["at ms", "length", "cause", "where"]).left(&[2, 3]);
+    for g in gaps.iter().take(MAX_GAP_ROWS) {
+        let place = place(
+            g.operator.as_deref(),
+            g.annotation.as_deref(),
+            g.source.as_deref(),
+        );
+        t.row([
+            ms(g.start_ns),
+            human(g.dur_ns),
+            cause_label(g.cause).to_string(),
+            place,
+        ]);
+    }
+    t.write(out, "  ")?;
+    writeln!(out)
+}
+
+fn culprit(o: &TopIdleOperator) -> String {
+    place(
+        o.operator.as_deref(),
+        o.annotation.as_deref(),
+        o.source.as_deref(),
+    )
+}
+
+/// `aten::item in Optimizer.step#SGD.step at train.py(42): step`, with
+/// whatever parts are known.
+fn place(op: Option<&str>, annotation: Option<&str>, source: Option<&str>) -> String {
+    let mut s = op.unwrap_or("").to_string();
+    if let Some(a) = annotation.filter(|&a| Some(a) != op) {
+        if !s.is_empty() {
+            s.push_str(" in ");
+        }
+        s.push_str(a);
+    }
+    if let Some(src) = source {
+        if !s.is_empty() {
+            s.push_str(" at ");
+        }
+        s.push_str(src);
+    }
+    if s.is_empty() {
+        s.push('-');
+    }
+    s
+}
+
+/// The cause as a reader knows it.
+fn cause_label(c: Cause) -> &'static str {
+    match c {
+        Cause::Profiler => "profiler overhead",
+        Cause::Sync => "host waits on GPU (sync)",
+        Cause::Dataloader => "DataLoader",
+        Cause::CpuOp => "CPU-bound operator",
+        Cause::FrameworkOverhead => "Python/framework",
+        Cause::LaunchOverhead => "kernel launch",
+        Cause::Untraced => "untraced",
+    }
 }
 
 fn temporal_line(out: &mut dyn Write, d: &DeviceReport) -> io::Result<()> {
