@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod attribution;
 pub mod breakdown;
 pub mod causes;
+pub mod diff;
 pub mod evidence;
 pub mod gaps;
 pub mod idle;
