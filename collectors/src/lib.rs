@@ -9,5 +9,6 @@
 
 #![deny(missing_docs)]
 
+pub mod cupti;
 pub mod kineto;
 pub mod trace;
