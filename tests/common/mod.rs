@@ -121,3 +121,44 @@ pub fn assert_breakdown_adds_up(b: &serde_json::Value) {
         .sum();
     assert_eq!(by_kind, n("memcpy_ns"), "memcpy by kind does not add up: {b}");
 }
+
+/// Loads `trace` (Perfetto protobuf or Chrome JSON) into the real Perfetto
+/// trace processor (`../shared/tools/perfetto-check`, which installs it on
+/// first use) and runs `queries` in one load. Returns each query's rows.
+/// Panics on a load failure or any SQL error: a test that needs the trace
+/// processor must not pass without it.
+pub fn perfetto_query(trace: &Path, queries: &[&str]) -> Vec<Vec<serde_json::Value>> {
+    let script = repo().join("../shared/tools/perfetto-check/query.sh");
+    assert!(
+        script.exists(),
+        "{} is missing: these tests need ../shared beside the checkout",
+        script.display()
+    );
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(trace)
+        .args(queries)
+        .output()
+        .expect("bash runs the trace processor script");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "trace processor failed on {} ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        trace.display(),
+        out.status
+    );
+    let mut lines = stdout.lines().filter(|l| l.starts_with('{'));
+    let load: serde_json::Value =
+        serde_json::from_str(lines.next().expect("a load line")).expect("load line is JSON");
+    assert!(load["bytes"].as_u64().is_some(), "no load line: {stdout}");
+    let rows: Vec<Vec<serde_json::Value>> = lines
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("query line is JSON");
+            assert!(v.get("error").is_none(), "SQL error: {v}");
+            v["rows"].as_array().expect("rows").clone()
+        })
+        .collect();
+    assert_eq!(rows.len(), queries.len(), "one result per query: {stdout}");
+    rows
+}

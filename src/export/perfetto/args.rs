@@ -6,6 +6,7 @@
 
 use super::tracks::Src;
 use super::writer::{Arg, ArgValue, Name};
+use super::FindingSpan;
 use crate::export::idle::IdleGap;
 use gapscope_collectors::trace::{ApiKind, CopyKind, CpuOpKind, GpuKind, MemKind, Strings, Trace, NONE};
 
@@ -53,17 +54,19 @@ fn mem_name(k: MemKind) -> &'static str {
     }
 }
 
-/// Slice name, category and args of `src`. `grid`/`block` are scratch
-/// buffers the args may borrow.
+/// Slice name, category and args of `src`.
 pub fn describe<'a>(
     trace: &'a Trace,
     idle: &'a [IdleGap],
+    findings: &'a [FindingSpan],
     src: Src,
-    scratch: &'a mut [String; 2],
     args: &mut Vec<Arg<'a>>,
 ) -> (Name<'a>, &'static str) {
     args.clear();
-    let s = |id| trace.strings.get(id);
+    let id = |name, v| Arg {
+        name,
+        value: ArgValue::Id(v),
+    };
     let int = |name, v: i64| Arg {
         name,
         value: ArgValue::Int(v),
@@ -83,10 +86,10 @@ pub fn describe<'a>(
                 args.push(int("sequence", ops.sequence[o]));
             }
             if ops.shapes[o] != Strings::EMPTY {
-                args.push(text("shapes", s(ops.shapes[o])));
+                args.push(id("shapes", ops.shapes[o]));
             }
             if ops.source[o] != Strings::EMPTY {
-                args.push(text("source", s(ops.source[o])));
+                args.push(id("source", ops.source[o]));
             }
             (Name::Id(ops.name[o]), op_category(ops.kind[o]))
         }
@@ -135,14 +138,13 @@ pub fn describe<'a>(
                     args.push(text(name, mem_name(m)));
                 }
             }
-            let [grid, block] = scratch;
-            if gpu.grid[g] != [0; 3] {
-                *grid = format!("[{}, {}, {}]", gpu.grid[g][0], gpu.grid[g][1], gpu.grid[g][2]);
-                args.push(text("grid", grid));
-            }
-            if gpu.block[g] != [0; 3] {
-                *block = format!("[{}, {}, {}]", gpu.block[g][0], gpu.block[g][1], gpu.block[g][2]);
-                args.push(text("block", block));
+            for (name, d) in [("grid", gpu.grid[g]), ("block", gpu.block[g])] {
+                if d != [0; 3] {
+                    args.push(Arg {
+                        name,
+                        value: ArgValue::Dims(d),
+                    });
+                }
             }
             if gpu.registers[g] != 0 {
                 args.push(int("registers", gpu.registers[g] as i64));
@@ -166,6 +168,13 @@ pub fn describe<'a>(
             }
             (Name::Text(&gap.cause), "gpu_idle")
         }
+        Src::Finding(k) => {
+            let f = &findings[k as usize];
+            for (name, v) in &f.args {
+                args.push(text(name, v));
+            }
+            (Name::Text(&f.title), "finding")
+        }
     }
 }
 
@@ -183,12 +192,12 @@ fn launching_op<'a>(trace: &'a Trace, g: usize, args: &mut Vec<Arg<'a>>) {
     let ops = &trace.cpu_ops;
     args.push(Arg {
         name: "op",
-        value: ArgValue::Str(trace.strings.get(ops.name[op as usize])),
+        value: ArgValue::Id(ops.name[op as usize]),
     });
     if ops.shapes[op as usize] != Strings::EMPTY {
         args.push(Arg {
             name: "shapes",
-            value: ArgValue::Str(trace.strings.get(ops.shapes[op as usize])),
+            value: ArgValue::Id(ops.shapes[op as usize]),
         });
     }
     if let Some(src) = trace
@@ -197,7 +206,7 @@ fn launching_op<'a>(trace: &'a Trace, g: usize, args: &mut Vec<Arg<'a>>) {
     {
         args.push(Arg {
             name: "source",
-            value: ArgValue::Str(trace.strings.get(ops.source[src as usize])),
+            value: ArgValue::Id(ops.source[src as usize]),
         });
     }
 }

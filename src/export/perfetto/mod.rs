@@ -15,7 +15,7 @@ pub mod tracks;
 pub mod writer;
 
 use crate::export::idle::{busy_by_device, IdleGap};
-use gapscope_collectors::trace::{Trace, NONE};
+use gapscope_collectors::trace::{Ns, Trace, NONE};
 use lanes::Edge;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -39,10 +39,34 @@ impl Default for Options {
     }
 }
 
-/// Writes `trace` (with the idle gaps `idle`) as a Perfetto trace to `out`
-/// and returns what was written. `out` should be buffered.
-pub fn write<W: Write>(trace: &Trace, idle: &[IdleGap], opts: &Options, out: W) -> io::Result<Counts> {
-    let (items, mut layout, groups) = tracks::build(trace, idle);
+/// A detector finding drawn as a slice on its device's "Findings" track.
+/// This is the hook for the detectors: `gapscope export` passes none until
+/// findings exist.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FindingSpan {
+    /// GPU index.
+    pub device: u32,
+    /// Start, ns since the trace origin.
+    pub start: Ns,
+    /// End, ns since the trace origin.
+    pub end: Ns,
+    /// Slice name (the finding's title).
+    pub title: String,
+    /// Args shown on the slice (`debug.<name>`): id, savings, hint, ...
+    pub args: Vec<(&'static str, String)>,
+}
+
+/// Writes `trace` (with the idle gaps `idle` and the `findings`) as a
+/// Perfetto trace to `out` and returns what was written. `out` should be
+/// buffered.
+pub fn write<W: Write>(
+    trace: &Trace,
+    idle: &[IdleGap],
+    findings: &[FindingSpan],
+    opts: &Options,
+    out: W,
+) -> io::Result<Counts> {
+    let (items, mut layout, groups) = tracks::build(trace, idle, findings);
     let busy = busy_by_device(trace);
     for (&device, &guuid) in &groups {
         let spans = busy
@@ -53,20 +77,27 @@ pub fn write<W: Write>(trace: &Trace, idle: &[IdleGap], opts: &Options, out: W) 
         let util = counters::utilization(spans, opts.utilization_bin_ns.max(1));
         let queue = counters::launch_queue(trace, device);
         let bin_ms = opts.utilization_bin_ns as f64 / 1e6;
-        layout.counter_track(
-            format!("GPU {device} utilization ({bin_ms} ms bins)"),
-            "%",
-            guuid,
-            20_000,
-            util,
-        );
-        layout.counter_track(
-            format!("GPU {device} launch queue"),
-            "launched, not started",
-            guuid,
-            20_001,
-            queue,
-        );
+        // A counter track without samples is not created by the trace
+        // processor, so it is not declared either: the track count we
+        // report must be the one it loads.
+        for (name, unit, rank, samples) in [
+            (
+                format!("GPU {device} utilization ({bin_ms} ms bins)"),
+                "%",
+                20_000,
+                util,
+            ),
+            (
+                format!("GPU {device} launch queue"),
+                "launched, not started",
+                20_001,
+                queue,
+            ),
+        ] {
+            if !samples.is_empty() {
+                layout.counter_track(name, unit, guuid, rank, samples);
+            }
+        }
     }
 
     // Timestamps are absolute in the source's clock when that stays >= 0.
@@ -119,8 +150,7 @@ pub fn write<W: Write>(trace: &Trace, idle: &[IdleGap], opts: &Options, out: W) 
     let mut heap: BinaryHeap<Reverse<(i64, u8, usize)>> = (0..pos.len())
         .filter_map(|s| head(s, 0).map(|(t, r)| Reverse((t, r, s))))
         .collect();
-    let mut arg_buf = Vec::with_capacity(16);
-    let mut scratch = [String::new(), String::new()];
+    let mut args = Vec::with_capacity(16);
     let no_flows: &[u64] = &[];
     while let Some(Reverse((_, _, s))) = heap.pop() {
         let p = pos[s];
@@ -131,18 +161,13 @@ pub fn write<W: Write>(trace: &Trace, idle: &[IdleGap], opts: &Options, out: W) 
                 w.end(abs(e.ts), track.uuid)?;
             } else {
                 let src = items.src[e.item() as usize];
-                let mut args = std::mem::take(&mut arg_buf);
-                let (name, cat) = args::describe(trace, idle, src, &mut scratch, &mut args);
+                let (name, cat) = args::describe(trace, idle, findings, src, &mut args);
                 let (flows, term): (&[u64], &[u64]) = match src {
                     Src::Call(r) => (&call_flows[r as usize], no_flows),
                     Src::Gpu(g) if flow_ok(g as usize) => (no_flows, &[g as u64 + 1]),
                     _ => (no_flows, no_flows),
                 };
                 w.begin(abs(e.ts), track.uuid, name, cat, &args, flows, term)?;
-                args.clear();
-                // Re-own the buffer with a fresh lifetime.
-                arg_buf = args.into_iter().map(|_| unreachable!()).collect::<Vec<_>>();
-                arg_buf.reserve(16);
             }
         } else {
             let c = &layout.counters[s - n_slice];

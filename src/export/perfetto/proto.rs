@@ -130,7 +130,7 @@ pub struct DebugAnnotation {
     #[prost(oneof = "AnnotationName", tags = "1, 10")]
     pub name: Option<AnnotationName>,
     /// Arg value.
-    #[prost(oneof = "AnnotationValue", tags = "2, 3, 4, 5, 6")]
+    #[prost(oneof = "AnnotationValue", tags = "2, 3, 4, 5, 6, 17")]
     pub value: Option<AnnotationValue>,
 }
 
@@ -163,10 +163,14 @@ pub enum AnnotationValue {
     /// String.
     #[prost(string, tag = "6")]
     String(String),
+    /// Interned string ([`InternedData::debug_annotation_string_values`]).
+    #[prost(uint64, tag = "17")]
+    StringIid(u64),
 }
 
 /// One interned string: `{iid = 1; name = 2}` for names, categories and
-/// annotation names alike.
+/// annotation names alike (`InternedString.str = 2` for string values is
+/// `bytes` in Perfetto's proto: the same wire type as `string`).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct InternedString {
     /// Id, > 0, scoped to the packet sequence (pitfall 7).
@@ -189,6 +193,10 @@ pub struct InternedData {
     /// Debug annotation name ids.
     #[prost(message, repeated, tag = "3")]
     pub debug_annotation_names: Vec<InternedString>,
+    /// Debug annotation string values (shapes, source lines, operator
+    /// names repeat across thousands of slices).
+    #[prost(message, repeated, tag = "29")]
+    pub debug_annotation_string_values: Vec<InternedString>,
 }
 
 /// `TrackDescriptor.child_ordering`.

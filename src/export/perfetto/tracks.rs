@@ -10,11 +10,13 @@
 //!   stream 7 sync                   CUDA sync records (waits, not work)
 //!   GPU annotations                 gpu_user_annotation ranges
 //!   GPU idle                        idle gaps, named by cause
+//!   Findings                        detector findings (spans), when given
 //!   GPU utilization, launch queue   counters
 //! ```
 
 use super::lanes::{self, Edge, Intervals};
 use super::proto::{ChildOrdering, CounterDescriptor, ProcessDescriptor, ThreadDescriptor, TrackDescriptor};
+use super::FindingSpan;
 use crate::export::idle::IdleGap;
 use gapscope_collectors::trace::{CpuOpKind, GpuKind, MarkerKind, Trace};
 use std::collections::BTreeMap;
@@ -32,6 +34,8 @@ pub enum Src {
     Marker(u32),
     /// Index into the idle gaps.
     Idle(u32),
+    /// Index into the findings.
+    Finding(u32),
 }
 
 /// Every slice to export, in one columnar list.
@@ -191,7 +195,11 @@ fn fits_i32(v: i64) -> bool {
 
 /// Builds the items and the track tree of `trace`. Returns the layout and
 /// the uuid of each device's group track (for counters), by device.
-pub fn build(trace: &Trace, idle: &[IdleGap]) -> (Items, Layout, BTreeMap<u32, u64>) {
+pub fn build(
+    trace: &Trace,
+    idle: &[IdleGap],
+    findings: &[FindingSpan],
+) -> (Items, Layout, BTreeMap<u32, u64>) {
     let mut items = Items::default();
     let mut layout = Layout::default();
 
@@ -294,9 +302,15 @@ pub fn build(trace: &Trace, idle: &[IdleGap]) -> (Items, Layout, BTreeMap<u32, u
         let it = items.push(g.start, g.end, Src::Idle(k as u32));
         per_device_idle.entry(g.device).or_default().push(it);
     }
+    let mut per_device_finding: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (k, f) in findings.iter().enumerate() {
+        let it = items.push(f.start, f.end, Src::Finding(k as u32));
+        per_device_finding.entry(f.device).or_default().push(it);
+    }
     let mut devices: Vec<u32> = per_stream.keys().map(|k| k.0).collect();
     devices.extend(per_device_ann.keys());
     devices.extend(per_device_idle.keys());
+    devices.extend(per_device_finding.keys());
     devices.sort_unstable();
     devices.dedup();
     let mut groups = BTreeMap::new();
@@ -329,6 +343,7 @@ pub fn build(trace: &Trace, idle: &[IdleGap]) -> (Items, Layout, BTreeMap<u32, u
         for (name, map, r) in [
             ("GPU annotations", &mut per_device_ann, 10_000),
             ("GPU idle", &mut per_device_idle, 10_001),
+            ("Findings", &mut per_device_finding, 10_002),
         ] {
             if let Some(order) = map.get_mut(&d) {
                 sort_items(&items, order, |_| 0);

@@ -11,6 +11,7 @@ use gapscope_collectors::trace::{StrId, Strings};
 use prost::Message;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 /// One writer is one packet sequence. Any non-zero id works; zero breaks
@@ -50,15 +51,20 @@ pub enum Name<'a> {
     Text(&'a str),
 }
 
-/// A typed arg value.
+/// A typed arg value. Text values are interned per sequence: shapes,
+/// source lines and operator names repeat across thousands of slices.
 #[derive(Clone, Copy, Debug)]
 pub enum ArgValue<'a> {
     /// Signed integer.
     Int(i64),
     /// Double.
     Double(f64),
-    /// Text.
+    /// A string of the trace's pool.
+    Id(StrId),
+    /// Other text.
     Str(&'a str),
+    /// A launch dimension, written as text `[x, y, z]`.
+    Dims([u32; 3]),
 }
 
 /// One arg on a slice: `debug.<name>` in the trace processor's `args`.
@@ -81,6 +87,13 @@ pub struct PacketWriter<'t, W: Write> {
     text_iids: HashMap<String, u64>,
     cat_iids: HashMap<&'static str, u64>,
     arg_iids: HashMap<&'static str, u64>,
+    /// Arg string values: iid of trace string `i` (0: not sent yet), and of
+    /// other text; one iid space for both.
+    value_iid_of_id: Vec<u64>,
+    value_iids: HashMap<String, u64>,
+    next_value_iid: u64,
+    /// Scratch for formatting [`ArgValue::Dims`].
+    text: String,
     /// Reused for every event to avoid per-packet allocations.
     packet: TracePacket,
     event: TrackEvent,
@@ -101,6 +114,10 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             text_iids: HashMap::new(),
             cat_iids: HashMap::new(),
             arg_iids: HashMap::new(),
+            value_iid_of_id: vec![0; strings.len()],
+            value_iids: HashMap::new(),
+            next_value_iid: 1,
+            text: String::new(),
             packet: TracePacket::default(),
             event: TrackEvent::default(),
             interned: InternedData::default(),
@@ -150,7 +167,16 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             let value = Some(match a.value {
                 ArgValue::Int(v) => AnnotationValue::Int(v),
                 ArgValue::Double(v) => AnnotationValue::Double(v),
-                ArgValue::Str(s) => AnnotationValue::String(s.to_string()),
+                ArgValue::Id(id) => AnnotationValue::StringIid(self.value_iid_id(id)),
+                ArgValue::Str(s) => AnnotationValue::StringIid(self.value_iid_text(s)),
+                ArgValue::Dims([x, y, z]) => {
+                    let mut t = std::mem::take(&mut self.text);
+                    t.clear();
+                    let _ = write!(t, "[{x}, {y}, {z}]");
+                    let iid = self.value_iid_text(&t);
+                    self.text = t;
+                    AnnotationValue::StringIid(iid)
+                }
             });
             ev.debug_annotations.push(DebugAnnotation { name, value });
         }
@@ -219,7 +245,8 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         let interned = std::mem::take(&mut self.interned);
         let has_new = !(interned.event_names.is_empty()
             && interned.event_categories.is_empty()
-            && interned.debug_annotation_names.is_empty());
+            && interned.debug_annotation_names.is_empty()
+            && interned.debug_annotation_string_values.is_empty());
         p.interned_data = has_new.then_some(interned);
         p.data = Some(PacketData::TrackEvent(ev));
         self.mark_first(&mut p);
@@ -231,6 +258,7 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             i.event_names.clear();
             i.event_categories.clear();
             i.debug_annotation_names.clear();
+            i.debug_annotation_string_values.clear();
             self.interned = i;
         }
         self.packet = p;
@@ -294,6 +322,34 @@ impl<'t, W: Write> PacketWriter<'t, W> {
                 iid
             }
         }
+    }
+
+    fn value_iid_id(&mut self, id: StrId) -> u64 {
+        let i = id.0 as usize;
+        if self.value_iid_of_id[i] == 0 {
+            let iid = self.next_value_iid;
+            self.next_value_iid += 1;
+            self.value_iid_of_id[i] = iid;
+            self.interned.debug_annotation_string_values.push(InternedString {
+                iid: Some(iid),
+                name: Some(self.strings.get(id).to_string()),
+            });
+        }
+        self.value_iid_of_id[i]
+    }
+
+    fn value_iid_text(&mut self, s: &str) -> u64 {
+        if let Some(&iid) = self.value_iids.get(s) {
+            return iid;
+        }
+        let iid = self.next_value_iid;
+        self.next_value_iid += 1;
+        self.value_iids.insert(s.to_string(), iid);
+        self.interned.debug_annotation_string_values.push(InternedString {
+            iid: Some(iid),
+            name: Some(s.to_string()),
+        });
+        iid
     }
 
     fn cat_iid(&mut self, cat: &'static str) -> u64 {

@@ -1,0 +1,123 @@
+//! `gapscope export` on every shared trace, checked by the real Perfetto
+//! trace processor: what it loads must be exactly what the exporter says it
+//! wrote (`--stats-json`). Counts are the only signal for flows dropped by a
+//! packed field, for dropped packets and for a truncated file; the full
+//! `stats` table is the only signal for interning mistakes (notes/perfetto.md
+//! §4.3).
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Every Kineto trace under `../shared/traces`, sorted.
+fn shared_traces() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("read shared traces") {
+            let p = e.expect("dir entry").path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.to_string_lossy().ends_with(".json") || p.to_string_lossy().ends_with(".json.gz") {
+                out.push(p);
+            }
+        }
+    }
+    let root = shared_trace("");
+    let mut out = Vec::new();
+    walk(&root, &mut out);
+    out.sort();
+    out
+}
+
+/// Stats that must stay zero; the trace processor reports these as `info`,
+/// `error` or `data_loss`. Only timing stats and the clock cache miss are
+/// fine (notes §4.3).
+const BAD_STATS: &str = "select name, idx, severity, value from stats where value > 0 \
+     and name not like '%duration_ns' and name != 'clock_sync_cache_miss'";
+
+const QUERIES: &[&str] = &[
+    "select count(*) as n from slice",
+    "select count(*) as n from flow",
+    "select count(*) as n from counter",
+    "select count(*) as n from track",
+    "select count(distinct track_id) as n from slice",
+    "select count(distinct track_id) as n from counter",
+    "select count(*) as n from slice where dur < 0",
+    "select count(*) as n from slice where name is null",
+    BAD_STATS,
+    // Every flow runs from a CPU runtime call to the GPU row it caused (work,
+    // or the sync record of a synchronizing call) and no earlier than it.
+    "select count(*) as n from flow f join slice so on f.slice_out = so.id \
+     join slice si on f.slice_in = si.id \
+     where so.category not in ('cuda_runtime', 'cuda_driver') \
+     or si.category not in ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_sync') or si.ts < so.ts",
+    // A child never outlives its parent: overlaps were not reshaped.
+    "select count(*) as n from slice s join slice p on s.parent_id = p.id \
+     where s.ts < p.ts or s.ts + s.dur > p.ts + p.dur",
+];
+
+fn n(rows: &[Value]) -> u64 {
+    rows[0]["n"].as_u64().expect("a count")
+}
+
+fn check_trace(trace: &Path, dir: &TempDir, k: usize) {
+    let out = dir.path().join(format!("{k}.pftrace"));
+    let stats = dir.path().join(format!("{k}.stats.json"));
+    gapscope([
+        "export".as_ref(),
+        trace.as_os_str(),
+        "-q".as_ref(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--stats-json".as_ref(),
+        stats.as_os_str(),
+    ])
+    .expect_code(0);
+    let wrote: Value =
+        serde_json::from_slice(&std::fs::read(&stats).expect("stats written")).expect("stats JSON");
+    let w = |k: &str| {
+        wrote[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} missing in {wrote}"))
+    };
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().len(),
+        w("bytes"),
+        "{}",
+        trace.display()
+    );
+    assert!(w("slices") > 0, "{}: nothing exported", trace.display());
+
+    let r = perfetto_query(&out, QUERIES);
+    let t = trace.display();
+    assert_eq!(n(&r[0]), w("slices"), "{t}: slices");
+    assert_eq!(n(&r[1]), w("flows"), "{t}: flows");
+    assert_eq!(n(&r[2]), w("counter_samples"), "{t}: counter samples");
+    assert_eq!(n(&r[3]), w("tracks"), "{t}: tracks");
+    assert_eq!(n(&r[4]), w("slice_tracks"), "{t}: tracks with slices");
+    assert_eq!(n(&r[5]), w("counter_tracks"), "{t}: counter tracks with samples");
+    assert_eq!(n(&r[6]), 0, "{t}: slices with dur < 0");
+    assert_eq!(n(&r[7]), 0, "{t}: slices without a name (interning failure)");
+    assert!(r[8].is_empty(), "{t}: stats {:?}", r[8]);
+    assert_eq!(n(&r[9]), 0, "{t}: flows not launch -> GPU work");
+    assert_eq!(n(&r[10]), 0, "{t}: children outside their parents");
+}
+
+#[test]
+fn every_shared_trace_loads_exactly_as_written() {
+    let traces = shared_traces();
+    assert!(traces.len() >= 18, "shared traces found: {traces:?}");
+    let dir = TempDir::new("export-shared");
+    // Two workers: each trace processor run is single-threaded and CI has
+    // two cores.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(t) = traces.get(k) else { break };
+                check_trace(t, &dir, k);
+            });
+        }
+    });
+}
