@@ -58,8 +58,14 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
 
 /// Imports one trace file. The importer's messages already read `<file>:
 /// <problem>; <what to do>`, so they are passed on as they are, on one line.
-fn load(path: &Path, import: &ImportOptions) -> Result<Trace> {
+pub fn load(path: &Path, import: &ImportOptions) -> Result<Trace> {
     kineto::import_file(path, import).map_err(|e| anyhow::anyhow!(one_line(&e.to_string())))
+}
+
+/// Imports the built-in demo trace.
+pub fn load_demo(import: &ImportOptions) -> Result<Trace> {
+    kineto::import_bytes(DEMO_TRACE, DEMO_NAME, import)
+        .context("the built-in demo trace did not import; this is a gapscope bug, please report it")
 }
 
 fn one_line(s: &str) -> String {
@@ -78,13 +84,13 @@ fn analyse(name: &str, trace: &Trace, options: &AnalyzeOptions, quiet: bool) -> 
 
 /// One line for everything the importer skipped, so a damaged trace is
 /// noticed without drowning the output.
-fn warn_skipped(name: &str, trace: &Trace) {
-    let d = &trace.diagnostics;
-    if d.total() == 0 {
+pub fn warn_skipped(name: &str, trace: &Trace) {
+    let skipped: Vec<(&str, u64)> = trace.diagnostics.skipped().collect();
+    let n: u64 = skipped.iter().map(|(_, v)| v).sum();
+    if n == 0 {
         return;
     }
-    let reasons: Vec<String> = d.counts.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    let n = d.total();
+    let reasons: Vec<String> = skipped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     let events = if n == 1 { "event" } else { "events" };
     let _ = writeln!(
         io::stderr().lock(),

@@ -96,6 +96,19 @@ impl Diagnostics {
     pub fn total(&self) -> u64 {
         self.counts.values().sum()
     }
+
+    /// Reasons that describe rows kept as they are, not events dropped:
+    /// real PyTorch traces hold CPU ranges that overlap without nesting
+    /// (Python frames around ops), which stay in the tables unnested.
+    pub const KEPT: &'static [&'static str] = &["cpu_op_partial_overlap"];
+
+    /// The counts of events that were skipped, by reason (without [`Self::KEPT`]).
+    pub fn skipped(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.counts
+            .iter()
+            .filter(|(k, _)| !Self::KEPT.contains(&k.as_str()))
+            .map(|(k, &v)| (k.as_str(), v))
+    }
 }
 
 /// A finished trace: every table sorted, nested and linked.
