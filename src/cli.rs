@@ -45,6 +45,11 @@ pub enum Command {
     /// Kineto-compatible Chrome JSON.
     #[command(after_help = crate::export_cmd::EXAMPLES)]
     Export(crate::export_cmd::ExportArgs),
+
+    /// Compare two traces or two bench-result files: what changed, and
+    /// whether NEW regressed (exit status 1).
+    #[command(after_help = crate::diff_cmd::EXAMPLES)]
+    Diff(crate::diff_cmd::DiffArgs),
 }
 
 /// `gapscope analyze`.

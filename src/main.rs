@@ -8,6 +8,7 @@
 
 mod analyze;
 mod cli;
+mod diff_cmd;
 mod export;
 mod export_cmd;
 mod render;
@@ -21,6 +22,8 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         cli::Command::Analyze(args) => analyze::run(args),
         cli::Command::Export(args) => export_cmd::run(args),
+        // 1 means "regression" here, so diff decides its own exit status.
+        cli::Command::Diff(args) => return diff_cmd::main(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

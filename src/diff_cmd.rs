@@ -1,0 +1,781 @@
+//! `gapscope diff BASE NEW`: compare two traces or two bench-result files
+//! and say whether NEW regressed. Reading, detecting the kind of each input
+//! and rendering live here; the comparison itself is
+//! [`gapscope_analyzers::diff`].
+//!
+//! Exit status: 0 no regression, 1 a regression, 2 bad input (one line
+//! naming the file). A closed stdout is not an error.
+
+use crate::cli::WindowArgs;
+use crate::render::table::Table;
+use crate::render::{human, pct};
+use anyhow::{anyhow, bail, Result};
+use clap::{Args, ValueEnum};
+use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
+use gapscope_analyzers::causes::Cause;
+use gapscope_analyzers::diff::bench::{self, BenchDiff, BenchRecord, MetricChange, Verdict};
+use gapscope_analyzers::diff::ops::{self, Change, ChangeCounts, OpCategory, OpChange, OpsDiff};
+use gapscope_analyzers::diff::trace::{self, DeviceSide, Side, TraceDiff};
+use gapscope_analyzers::diff::{Regression, Thresholds};
+use gapscope_analyzers::window::WindowOptions;
+use gapscope_collectors::kineto::ImportOptions;
+use serde::Serialize;
+use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Examples shown by `gapscope diff --help`.
+pub const EXAMPLES: &str = "\
+EXAMPLES:
+    Did last night's build slow any model down or bloat its memory?
+        gapscope diff main.jsonl nightly.jsonl
+
+    Where did the time go between two profiles of one model, step 5 of each?
+        gapscope diff --steps 5 before.pt.trace.json.gz after.pt.trace.json.gz
+
+    A pull-request comment, stricter on time than on memory:
+        gapscope diff --format md --time-threshold 3% --memory-threshold 10% a.jsonl b.jsonl
+
+INPUTS:
+    Each of BASE and NEW is a trace (Kineto .json or .json.gz) or a bench
+    results file (JSON lines from `gapscope bench`, docs/bench-results.md),
+    told apart by content; both must be of the same kind.
+
+EXIT STATUS:
+    0 no regression, 1 at least one regression, 2 an error (unreadable
+    input, inputs of different kinds, bad flag).";
+
+/// `gapscope diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The reference: a trace or a bench-results file.
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+
+    /// The run to judge, of the same kind as BASE.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+
+    /// Output format: text, json, or md (Markdown for a pull-request
+    /// comment).
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+
+    /// How much worse time or memory may get before it is a regression, in
+    /// percent (`7%` or `7`).
+    #[arg(long, value_name = "PCT", default_value = "7%", value_parser = parse_pct)]
+    pub threshold: f64,
+
+    /// Threshold for times only (overrides --threshold).
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    pub time_threshold: Option<f64>,
+
+    /// Threshold for peak memory only (overrides --threshold).
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    pub memory_threshold: Option<f64>,
+
+    /// Rows per operator and kernel table in text and Markdown.
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    pub top: usize,
+
+    #[command(flatten)]
+    pub window: WindowArgs,
+
+    /// No warnings on stderr (errors are still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// How `diff` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Tables for people.
+    Text,
+    /// One JSON object (docs/bench-results.md describes it).
+    Json,
+    /// GitHub-flavoured Markdown.
+    Md,
+}
+
+impl DiffArgs {
+    fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            time: self.time_threshold.unwrap_or(self.threshold),
+            memory: self.memory_threshold.unwrap_or(self.threshold),
+        }
+    }
+}
+
+/// `7%`, `7` or `0.5%` → 0.07, 0.07, 0.005.
+fn parse_pct(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a percentage; write e.g. 7%"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("`{s}`: a threshold must be 0% or more"));
+    }
+    Ok(v / 100.0)
+}
+
+/// Runs `gapscope diff` and decides the exit status itself, since 1 means
+/// "regression", not "error".
+pub fn main(args: &DiffArgs) -> ExitCode {
+    match run(args) {
+        Ok(false) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::from(1),
+        Err(e) if crate::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            crate::report_error(&e);
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What an input file holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Trace,
+    Bench,
+}
+
+impl Kind {
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Trace => "a trace",
+            Kind::Bench => "bench results",
+        }
+    }
+}
+
+/// Tells a trace from bench results by content: gzip is a trace; a first
+/// line that is a whole JSON object with a `gapscope-bench/...` schema or a
+/// `model` is bench results; anything else goes to the trace importer,
+/// whose errors say what is wrong with it as a trace.
+fn detect(path: &Path) -> Result<Kind> {
+    let file = std::fs::File::open(path).map_err(|e| anyhow!("{}: cannot open ({e})", path.display()))?;
+    let mut reader = BufReader::new(file);
+    let head = reader
+        .fill_buf()
+        .map_err(|e| anyhow!("{}: cannot read ({e})", path.display()))?;
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Ok(Kind::Trace);
+    }
+    // A bench line is short; a minified trace may be one huge line, so
+    // only its first 1 MiB is looked at (it will not parse: a trace).
+    let mut first = Vec::new();
+    reader
+        .take(1 << 20)
+        .read_until(b'\n', &mut first)
+        .map_err(|e| anyhow!("{}: cannot read ({e})", path.display()))?;
+    let first = String::from_utf8_lossy(&first);
+    if first.trim().is_empty() {
+        bail!(
+            "{}: empty first line; expected a trace or bench results (docs/bench-results.md)",
+            path.display()
+        );
+    }
+    let probe: Option<serde_json::Map<String, serde_json::Value>> = serde_json::from_str(first.trim()).ok();
+    let is_bench = probe.is_some_and(|o| {
+        o.get("schema")
+            .and_then(|s| s.as_str())
+            .is_some_and(|s| s.starts_with("gapscope-bench/"))
+            || (o.contains_key("model") && !o.contains_key("traceEvents"))
+    });
+    Ok(if is_bench { Kind::Bench } else { Kind::Trace })
+}
+
+/// Reads and checks a bench-results file; errors name the file and line.
+fn read_bench(path: &Path) -> Result<Vec<BenchRecord>> {
+    let name = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{name}: cannot read ({e})"))?;
+    let mut records = Vec::new();
+    let mut lines = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let rec: BenchRecord = serde_json::from_str(line).map_err(|e| {
+            anyhow!(
+                "{name}: line {}: not a bench record ({e}); see docs/bench-results.md",
+                i + 1
+            )
+        })?;
+        records.push(rec);
+        lines.push(i + 1);
+    }
+    bench::validate(&records).map_err(|(i, msg)| match lines.get(i) {
+        Some(line) => anyhow!("{name}: line {line}: {msg}"),
+        None => anyhow!("{name}: {msg}"),
+    })?;
+    Ok(records)
+}
+
+/// The whole comparison, as printed in JSON.
+#[derive(Serialize)]
+struct Output<'a, T: Serialize> {
+    schema_version: u32,
+    kind: &'static str,
+    base: String,
+    new: String,
+    thresholds: Thresholds,
+    regression: bool,
+    regressions: &'a [Regression],
+    #[serde(flatten)]
+    result: &'a T,
+}
+
+/// Version of the `diff` JSON output.
+const SCHEMA_VERSION: u32 = 1;
+
+/// Returns whether a regression was found.
+fn run(args: &DiffArgs) -> Result<bool> {
+    let (kb, kn) = (detect(&args.base)?, detect(&args.new)?);
+    if kb != kn {
+        bail!(
+            "{}: is {} but {} is {}; diff compares two traces or two bench results",
+            args.new.display(),
+            kn.describe(),
+            args.base.display(),
+            kb.describe()
+        );
+    }
+    let th = args.thresholds();
+    let names = (args.base.display().to_string(), args.new.display().to_string());
+    let mut out = io::stdout().lock();
+    let regressed = match kb {
+        Kind::Bench => {
+            let d = bench::diff(&read_bench(&args.base)?, &read_bench(&args.new)?, &th);
+            let o = Output {
+                schema_version: SCHEMA_VERSION,
+                kind: "bench",
+                base: names.0.clone(),
+                new: names.1.clone(),
+                thresholds: th,
+                regression: !d.regressions.is_empty(),
+                regressions: &d.regressions,
+                result: &BenchResult { changes: &d.changes },
+            };
+            match args.format {
+                DiffFormat::Json => json(&mut out, &o)?,
+                f => bench_doc(&names, &d, &th).write(&mut out, f == DiffFormat::Md)?,
+            }
+            !d.regressions.is_empty()
+        }
+        Kind::Trace => {
+            let d = trace_diff(args, &th)?;
+            let o = Output {
+                schema_version: SCHEMA_VERSION,
+                kind: "trace",
+                base: names.0.clone(),
+                new: names.1.clone(),
+                thresholds: th,
+                regression: !d.regressions.is_empty(),
+                regressions: &d.regressions,
+                result: &d,
+            };
+            match args.format {
+                DiffFormat::Json => json(&mut out, &o)?,
+                f => trace_doc(&names, &d, &th, args.top).write(&mut out, f == DiffFormat::Md)?,
+            }
+            !d.regressions.is_empty()
+        }
+    };
+    out.flush()?;
+    Ok(regressed)
+}
+
+#[derive(Serialize)]
+struct BenchResult<'a> {
+    changes: &'a [bench::BenchChange],
+}
+
+fn json<T: Serialize>(out: &mut dyn Write, o: &Output<T>) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *out, o)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn trace_diff(args: &DiffArgs, th: &Thresholds) -> Result<TraceDiff> {
+    let import = ImportOptions {
+        progress: !args.quiet && io::stderr().is_terminal(),
+    };
+    let options = AnalyzeOptions {
+        window: WindowOptions {
+            steps: args.window.steps,
+            exclude_last_step: args.window.exclude_last_step,
+        },
+        ..AnalyzeOptions::default()
+    };
+    let load = |path: &Path| -> Result<_> {
+        let t = crate::analyze::load(path, &import)?;
+        if !args.quiet {
+            crate::analyze::warn_skipped(&path.display().to_string(), &t);
+        }
+        let a = analyze(&t, &options);
+        if a.window.basis == "empty" {
+            bail!(
+                "{}: the selection keeps nothing (steps in the trace: {}); choose other --steps",
+                path.display(),
+                a.window.steps_in_trace
+            );
+        }
+        let totals = ops::collect(&t, (a.window.start_ns, a.window.end_ns));
+        Ok((a, totals))
+    };
+    let (ba, bo) = load(&args.base)?;
+    let (na, no) = load(&args.new)?;
+    let ops = ops::diff(&bo, &no);
+    // The analysis carries no findings yet: both lists stay empty until it
+    // does, and the comparison of findings is already in place for then.
+    let (bf, nf) = (Vec::new(), Vec::new());
+    Ok(trace::diff(
+        Side {
+            analysis: &ba,
+            findings: &bf,
+        },
+        Side {
+            analysis: &na,
+            findings: &nf,
+        },
+        ops,
+        th,
+    ))
+}
+
+// ---------------------------------------------------------------- rendering
+
+/// A document of sections, printed as plain text or Markdown.
+struct Doc {
+    title: String,
+    sections: Vec<Section>,
+}
+
+#[derive(Default)]
+struct Section {
+    heading: String,
+    paragraphs: Vec<String>,
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    /// Columns after the first that hold text (left-aligned).
+    left: Vec<usize>,
+    /// Markdown: fold the table under a `<details>` summary.
+    fold: bool,
+}
+
+impl Section {
+    fn new(heading: impl Into<String>) -> Self {
+        Section {
+            heading: heading.into(),
+            ..Default::default()
+        }
+    }
+}
+
+impl Doc {
+    fn write(&self, out: &mut dyn Write, md: bool) -> io::Result<()> {
+        if md {
+            writeln!(out, "## {}", self.title)?;
+        } else {
+            writeln!(out, "{}", self.title)?;
+        }
+        for s in &self.sections {
+            writeln!(out)?;
+            if md {
+                writeln!(out, "### {}", s.heading)?;
+                writeln!(out)?;
+                for p in &s.paragraphs {
+                    writeln!(out, "{p}\n")?;
+                }
+                if !s.rows.is_empty() {
+                    if s.fold {
+                        writeln!(out, "<details><summary>{} rows</summary>\n", s.rows.len())?;
+                    }
+                    md_table(out, &s.header, &s.rows, &s.left)?;
+                    if s.fold {
+                        writeln!(out, "\n</details>")?;
+                    }
+                }
+            } else {
+                writeln!(out, "{}", s.heading)?;
+                for p in &s.paragraphs {
+                    writeln!(out, "  {p}")?;
+                }
+                if !s.rows.is_empty() {
+                    let mut t = Table::new(s.header.clone()).left(&s.left);
+                    for r in &s.rows {
+                        t.row(r.clone());
+                    }
+                    t.write(out, "  ")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn md_table(out: &mut dyn Write, header: &[String], rows: &[Vec<String>], left: &[usize]) -> io::Result<()> {
+    let cell = |s: &str| s.replace('|', "\\|");
+    writeln!(
+        out,
+        "| {} |",
+        header.iter().map(|h| cell(h)).collect::<Vec<_>>().join(" | ")
+    )?;
+    let align: Vec<&str> = (0..header.len())
+        .map(|c| if c == 0 || left.contains(&c) { ":--" } else { "--:" })
+        .collect();
+    writeln!(out, "| {} |", align.join(" | "))?;
+    for r in rows {
+        writeln!(
+            out,
+            "| {} |",
+            r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+        )?;
+    }
+    Ok(())
+}
+
+fn strings<const N: usize>(cells: [&str; N]) -> Vec<String> {
+    cells.iter().map(|s| s.to_string()).collect()
+}
+
+/// `+12.3%`, or `-` without a base.
+fn change_pct(change: f64) -> String {
+    if change.is_finite() {
+        format!("{:+.1}%", change * 100.0)
+    } else {
+        "-".to_string()
+    }
+}
+
+/// Long kernel names cut to fit a table (JSON keeps them whole).
+fn short(name: &str) -> String {
+    const MAX: usize = 70;
+    if name.chars().count() <= MAX {
+        name.to_string()
+    } else {
+        format!("{}…", name.chars().take(MAX - 1).collect::<String>())
+    }
+}
+
+/// A duration change with its sign: `+1.20 ms`, `-850 ns`, `0 ns`.
+fn signed(ns: i64) -> String {
+    if ns > 0 {
+        format!("+{}", human(ns))
+    } else {
+        human(ns)
+    }
+}
+
+fn bytes(b: f64) -> String {
+    let mib = b / (1024.0 * 1024.0);
+    if mib >= 1024.0 {
+        format!("{:.2} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.1} MiB")
+    }
+}
+
+fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Regression => "REGRESSION",
+        Verdict::Noisy => "within noise",
+        Verdict::Improvement => "improved",
+        Verdict::Same => "same",
+    }
+}
+
+fn regressions_section(regs: &[Regression]) -> Section {
+    let mut s = Section::new("Regressions");
+    if regs.is_empty() {
+        s.paragraphs
+            .push("None: nothing got worse beyond its threshold.".to_string());
+    }
+    for r in regs {
+        s.paragraphs
+            .push(format!("- {} ({}): {}", r.subject, r.metric, r.detail));
+    }
+    s
+}
+
+fn thresholds_line(th: &Thresholds) -> String {
+    format!(
+        "Thresholds: time {:.1}%, memory {:.1}%.",
+        th.time * 100.0,
+        th.memory * 100.0
+    )
+}
+
+fn bench_doc(names: &(String, String), d: &BenchDiff, th: &Thresholds) -> Doc {
+    let mut table = Section::new("Per model and config");
+    table.paragraphs.push(thresholds_line(th));
+    table.paragraphs.push(
+        "Time is the median of the measured iterations; a change counts only beyond the threshold and \
+         beyond the runs' noise (half the wider (max - min) / median)."
+            .to_string(),
+    );
+    table.header = strings([
+        "model / config",
+        "time base",
+        "time new",
+        "change",
+        "noise",
+        "time",
+        "CPU mem",
+        "GPU mem",
+    ]);
+    table.left = vec![5];
+    let mem = |m: &Option<MetricChange>| {
+        m.as_ref().map_or("-".to_string(), |m| {
+            format!(
+                "{} → {} ({}){}",
+                bytes(m.base),
+                bytes(m.new),
+                change_pct(m.change),
+                if m.verdict == Verdict::Regression {
+                    " REGRESSION"
+                } else {
+                    ""
+                }
+            )
+        })
+    };
+    for c in &d.changes {
+        let row = match &c.time {
+            Some(t) => vec![
+                c.key.clone(),
+                human(t.base.round() as i64),
+                human(t.new.round() as i64),
+                change_pct(t.change),
+                t.noise.map_or("-".to_string(), |n| format!("±{:.1}%", n * 100.0)),
+                verdict(t.verdict).to_string(),
+                mem(&c.cpu_memory),
+                mem(&c.gpu_memory),
+            ],
+            None => vec![
+                c.key.clone(),
+                c.status.0.clone(),
+                c.status.1.clone(),
+                "-".into(),
+                "-".into(),
+                "not compared".into(),
+                "-".into(),
+                "-".into(),
+            ],
+        };
+        table.rows.push(row);
+    }
+    Doc {
+        title: format!("gapscope diff: {} → {} (bench results)", names.0, names.1),
+        sections: vec![
+            table,
+            regressions_section(&d.regressions),
+            verdict_section(&d.regressions),
+        ],
+    }
+}
+
+fn verdict_section(regs: &[Regression]) -> Section {
+    let mut s = Section::new("Result");
+    s.paragraphs.push(match regs.len() {
+        0 => "No regression (exit status 0).".to_string(),
+        1 => "1 regression (exit status 1).".to_string(),
+        n => format!("{n} regressions (exit status 1)."),
+    });
+    s
+}
+
+fn trace_doc(names: &(String, String), d: &TraceDiff, th: &Thresholds, top: usize) -> Doc {
+    let mut sections = Vec::new();
+    let mut steps = Section::new("Steps");
+    let st = |s: &trace::StepTimes| {
+        if s.steps == 0 {
+            format!("no steps, window {}", human(s.window_ns))
+        } else {
+            let steps = if s.steps == 1 { "step" } else { "steps" };
+            format!(
+                "{} {steps}, median {}",
+                s.steps,
+                human(s.spread.median_ns.round() as i64)
+            )
+        }
+    };
+    steps.paragraphs.push(format!(
+        "base {}; new {}: {} ({})",
+        st(&d.base_steps),
+        st(&d.new_steps),
+        change_pct(d.step_time.change),
+        verdict(d.step_time.verdict)
+    ));
+    steps.paragraphs.push(thresholds_line(th));
+    steps
+        .paragraphs
+        .extend(d.notes.iter().map(|n| format!("Note: {n}")));
+    sections.push(steps);
+
+    for dev in &d.devices {
+        sections.push(device_section(dev.base.as_ref(), dev.new.as_ref()));
+    }
+    sections.push(ops_section(
+        "Operators",
+        &d.ops,
+        |c| c == OpCategory::Operator,
+        top,
+    ));
+    sections.push(ops_section(
+        "Kernels, copies and memsets",
+        &d.ops,
+        |c| matches!(c, OpCategory::Kernel | OpCategory::Memcpy | OpCategory::Memset),
+        top,
+    ));
+    let mut all = Section::new("All named events (HTA TraceDiff's ops_diff)");
+    all.paragraphs.push(classes_line(&d.ops.all_names));
+    sections.push(all);
+
+    let mut findings = Section::new("Findings");
+    let f = &d.findings;
+    if f.appeared.is_empty() && f.disappeared.is_empty() && f.persisted.is_empty() {
+        findings.paragraphs.push("None in either trace.".to_string());
+    }
+    for x in &f.appeared {
+        findings.paragraphs.push(format!(
+            "- appeared: {} {} (could save {})",
+            x.id,
+            x.subject,
+            human(x.savings_ns)
+        ));
+    }
+    for x in &f.disappeared {
+        findings.paragraphs.push(format!(
+            "- disappeared: {} {} (could save {})",
+            x.id,
+            x.subject,
+            human(x.savings_ns)
+        ));
+    }
+    for (b, n) in &f.persisted {
+        findings.paragraphs.push(format!(
+            "- still there: {} {} (could save {} → {})",
+            n.id,
+            n.subject,
+            human(b.savings_ns),
+            human(n.savings_ns)
+        ));
+    }
+    sections.push(findings);
+    sections.push(regressions_section(&d.regressions));
+    sections.push(verdict_section(&d.regressions));
+    Doc {
+        title: format!("gapscope diff: {} → {} (traces)", names.0, names.1),
+        sections,
+    }
+}
+
+fn device_section(b: Option<&DeviceSide>, n: Option<&DeviceSide>) -> Section {
+    let label = |s: Option<&DeviceSide>| s.map_or("-".to_string(), |s| s.name.clone());
+    let mut sec = Section::new(match (b, n) {
+        (Some(b), Some(n)) if b.name == n.name => format!("{} (GPU {} → GPU {})", b.name, b.device, n.device),
+        _ => format!("{} → {}", label(b), label(n)),
+    });
+    sec.header = strings(["", "base", "share", "new", "share", "change"]);
+    let row = |what: &str, f: &dyn Fn(&DeviceSide) -> i64| -> Vec<String> {
+        let side = |s: Option<&DeviceSide>| {
+            s.map_or(("-".to_string(), "-".to_string()), |s| {
+                (human(f(s)), pct(f(s), s.breakdown.window_ns))
+            })
+        };
+        let (bv, bp) = side(b);
+        let (nv, np) = side(n);
+        let change = match (b, n) {
+            (Some(b), Some(n)) => signed(f(n) - f(b)),
+            _ => "-".to_string(),
+        };
+        vec![what.to_string(), bv, bp, nv, np, change]
+    };
+    sec.rows.push(row("window", &|s| s.breakdown.window_ns));
+    sec.rows.push(row("compute", &|s| s.breakdown.compute_ns));
+    sec.rows
+        .push(row("communication", &|s| s.breakdown.communication_ns));
+    sec.rows.push(row("memcpy", &|s| s.breakdown.memcpy_ns));
+    sec.rows.push(row("memset", &|s| s.breakdown.memset_ns));
+    sec.rows.push(row("idle", &|s| s.breakdown.idle_ns));
+    for cause in Cause::ALL {
+        let name = format!("  idle: {}", cause.name());
+        if [b, n]
+            .iter()
+            .flatten()
+            .any(|s| s.idle_by_cause_ns.get(cause) != 0)
+        {
+            sec.rows.push(row(&name, &move |s| s.idle_by_cause_ns.get(cause)));
+        }
+    }
+    let mut per_step = row("idle per step (median)", &|s| s.idle_per_step_ns);
+    per_step[2] = String::new();
+    per_step[4] = String::new();
+    sec.rows.push(per_step);
+    sec
+}
+
+fn classes_line(c: &ChangeCounts) -> String {
+    Change::ALL
+        .iter()
+        .map(|&k| format!("{} {}", c.get(k), k.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn ops_section(title: &str, d: &OpsDiff, keep: impl Fn(OpCategory) -> bool, top: usize) -> Section {
+    let mut counts = ChangeCounts::default();
+    for (_, c) in d.by_category.iter().filter(|(c, _)| keep(**c)) {
+        for k in Change::ALL {
+            for _ in 0..c.get(k) {
+                counts.add(k);
+            }
+        }
+    }
+    let rows: Vec<&OpChange> = d.changes.iter().filter(|c| keep(c.category)).collect();
+    let mut s = Section::new(title);
+    s.paragraphs.push(format!("Names: {}.", classes_line(&counts)));
+    if rows.len() > top {
+        s.paragraphs.push(format!(
+            "The {top} largest time changes of {} (all in --format json):",
+            rows.len()
+        ));
+    }
+    s.header = strings(["name", "change", "count", "total time", "Δ time"]);
+    s.left = vec![1];
+    s.fold = true;
+    for c in rows.into_iter().take(top) {
+        s.rows.push(vec![
+            short(&c.name),
+            c.change.name().to_string(),
+            format!("{} → {}", c.base.count, c.new.count),
+            format!("{} → {}", human(c.base.total_ns), human(c.new.total_ns)),
+            signed(c.delta_ns()),
+        ]);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages() {
+        assert_eq!(parse_pct("7%"), Ok(0.07));
+        assert_eq!(parse_pct("7"), Ok(0.07));
+        assert_eq!(parse_pct(" 12.5 % "), Ok(0.125));
+        assert!(parse_pct("seven").is_err());
+        assert!(parse_pct("-3%").is_err());
+    }
+
+    #[test]
+    fn names_are_cut_for_tables() {
+        let long = "k".repeat(100);
+        assert_eq!(short(&long).chars().count(), 70);
+        assert_eq!(short("gemm"), "gemm");
+    }
+}
