@@ -46,6 +46,11 @@ pub enum Command {
     #[command(after_help = crate::export_cmd::EXAMPLES)]
     Export(crate::export_cmd::ExportArgs),
 
+    /// Write one self-contained HTML page (or Markdown) explaining why the
+    /// GPUs sat idle: breakdowns, causes, timeline, operators, kernels.
+    #[command(after_help = crate::report::EXAMPLES)]
+    Report(crate::report::ReportArgs),
+
     /// Compare two traces or two bench-result files: what changed, and
     /// whether NEW regressed (exit status 1).
     #[command(after_help = crate::diff_cmd::EXAMPLES)]

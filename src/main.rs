@@ -12,6 +12,7 @@ mod diff_cmd;
 mod export;
 mod export_cmd;
 mod render;
+mod report;
 
 use clap::Parser;
 use std::io::{self, Write};
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         cli::Command::Analyze(args) => analyze::run(args),
         cli::Command::Export(args) => export_cmd::run(args),
+        cli::Command::Report(args) => report::run(args),
         // 1 means "regression" here, so diff decides its own exit status.
         cli::Command::Diff(args) => return diff_cmd::main(args),
     };

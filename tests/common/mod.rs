@@ -162,3 +162,139 @@ pub fn perfetto_query(trace: &Path, queries: &[&str]) -> Vec<Vec<serde_json::Val
     assert_eq!(rows.len(), queries.len(), "one result per query: {stdout}");
     rows
 }
+
+/// A synthetic Kineto trace of one process driving `gpus` GPUs for `steps`
+/// ProfilerSteps: per step a DataLoader wait, then per GPU a copy, a
+/// Tensor Core GEMM, an elementwise kernel and an NCCL all-reduce, and a
+/// device synchronize at the end. For tests of scale (many GPUs, many
+/// steps); integer µs timestamps.
+pub fn synthetic_trace(gpus: u32, steps: u32) -> String {
+    struct Gen {
+        events: Vec<String>,
+        corr: u64,
+        ext: u64,
+        now: u64,
+        gpu_free: Vec<u64>,
+    }
+    impl Gen {
+        /// A complete event on `(pid, tid)` over `(ts, dur)` µs.
+        fn x(&mut self, cat: &str, name: &str, (pid, tid): (u32, u32), (ts, dur): (u64, u64), args: String) {
+            self.events.push(format!(
+                r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {pid}, "tid": {tid}, "ts": {ts}, "dur": {dur}, "args": {{{args}}}}}"#
+            ));
+        }
+        /// An operator on the CPU that launches one GPU row on `device`.
+        fn launch(&mut self, op: &str, cat: &str, kernel: &str, device: u32, gpu_dur: u64) {
+            self.ext += 1;
+            self.corr += 1;
+            let (ext, corr, start) = (self.ext, self.corr, self.now);
+            let api = if cat == "kernel" {
+                "cudaLaunchKernel"
+            } else {
+                "cudaMemcpyAsync"
+            };
+            self.x(
+                "cuda_runtime",
+                api,
+                (1, 1),
+                (start + 10, 8),
+                format!(r#""correlation": {corr}, "External id": {ext}"#),
+            );
+            let d = device as usize;
+            let gpu_start = self.gpu_free[d].max(start + 20);
+            self.gpu_free[d] = gpu_start + gpu_dur;
+            self.x(
+                cat,
+                kernel,
+                (device, 7),
+                (gpu_start, gpu_dur),
+                format!(r#""device": {device}, "stream": 7, "correlation": {corr}, "External id": {ext}"#),
+            );
+            self.x(
+                "cpu_op",
+                op,
+                (1, 1),
+                (start, 30),
+                format!(r#""External id": {ext}"#),
+            );
+            self.now = start + 40;
+        }
+    }
+    let mut g = Gen {
+        events: Vec::new(),
+        corr: 0,
+        ext: 0,
+        now: 1_000,
+        gpu_free: vec![0; gpus as usize],
+    };
+    for s in 0..steps {
+        let step_start = g.now;
+        let wait = 300 + u64::from(s % 7) * 50;
+        g.x(
+            "user_annotation",
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+            (1, 1),
+            (g.now + 5, wait),
+            String::new(),
+        );
+        g.now += wait + 10;
+        for d in 0..gpus {
+            g.launch(
+                "aten::copy_",
+                "gpu_memcpy",
+                "Memcpy HtoD (Pageable -> Device)",
+                d,
+                40,
+            );
+            g.launch(
+                "aten::mm",
+                "kernel",
+                "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_tn",
+                d,
+                400 + u64::from(d) * 10,
+            );
+            g.launch(
+                "aten::add_",
+                "kernel",
+                "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)",
+                d,
+                60,
+            );
+            g.launch(
+                "nccl:all_reduce",
+                "kernel",
+                "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+                d,
+                120,
+            );
+        }
+        let done = g.gpu_free.iter().copied().max().unwrap_or(g.now).max(g.now);
+        g.corr += 1;
+        let corr = g.corr;
+        g.x(
+            "cuda_runtime",
+            "cudaDeviceSynchronize",
+            (1, 1),
+            (g.now, done - g.now + 5),
+            format!(r#""correlation": {corr}"#),
+        );
+        g.now = done + 20;
+        let name = format!("ProfilerStep#{s}");
+        g.x(
+            "user_annotation",
+            &name,
+            (1, 1),
+            (step_start, g.now - step_start),
+            String::new(),
+        );
+        g.now += 5;
+    }
+    let devices: Vec<String> = (0..gpus)
+        .map(|d| format!(r#"{{"id": {d}, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85899345920, "computeMajor": 8, "computeMinor": 0, "numSms": 108}}"#))
+        .collect();
+    format!(
+        "{{\"schemaVersion\": 1, \"deviceProperties\": [{}], \"traceEvents\": [\n{}\n]}}\n",
+        devices.join(", "),
+        g.events.join(",\n")
+    )
+}

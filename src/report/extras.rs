@@ -1,0 +1,253 @@
+//! What the page shows that the [`Analysis`] does not keep, taken from the
+//! analyzers' own per-row results: the timeline strip of each device (its
+//! busy spans and idle segments, binned into columns) and the kernel table.
+//!
+//! No metric is invented here: the strip bins the same busy spans and idle
+//! segments that the analysis sums (so a strip's columns add up to the
+//! device's breakdown), and the kernel table is a group-by of kernel rows.
+//!
+//! [`Analysis`]: gapscope_analyzers::analysis::Analysis
+
+use gapscope_analyzers::attribution::display_source;
+use gapscope_analyzers::breakdown::timelines;
+use gapscope_analyzers::causes::{Cause, CauseTotals};
+use gapscope_analyzers::intervals::Span;
+use gapscope_analyzers::kinds::is_communication_name;
+use gapscope_analyzers::segments::{IdleAnalyzer, IdleSegment};
+use gapscope_analyzers::window::{self, WindowOptions};
+use gapscope_collectors::trace::{GpuKind, Ns, StrId, Strings, Trace, NONE};
+use std::collections::HashMap;
+
+/// Columns of a timeline strip: about one per 2 px of a page-wide strip.
+pub const STRIP_COLUMNS: usize = 500;
+
+/// Per-row results for the page.
+#[derive(Clone, Debug, Default)]
+pub struct Extras {
+    /// One strip per active device, sorted by device.
+    pub strips: Vec<Strip>,
+    /// Kernels grouped by name, most time first.
+    pub kernels: Vec<KernelRow>,
+}
+
+/// A device's window cut into equal columns.
+#[derive(Clone, Debug, Default)]
+pub struct Strip {
+    /// GPU index.
+    pub device: u32,
+    /// The analysed window.
+    pub window: Span,
+    /// `[start, end)` of each column, and what happened in it.
+    pub columns: Vec<Column>,
+}
+
+/// What one column of a strip holds. `busy_ns + idle.total()` is the
+/// column's length.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Column {
+    /// Start, ns since the trace origin.
+    pub start: Ns,
+    /// End, ns.
+    pub end: Ns,
+    /// Time with some GPU work running.
+    pub busy_ns: Ns,
+    /// Idle time by cause.
+    pub idle: CauseTotals,
+    /// The culprit with the most idle time in the column.
+    pub culprit: Option<Culprit>,
+}
+
+/// Who is blamed for a piece of idle time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Culprit {
+    /// Why.
+    pub cause: Cause,
+    /// Innermost operator.
+    pub operator: Option<String>,
+    /// Nearest annotation / module / DataLoader range.
+    pub annotation: Option<String>,
+    /// Source frame.
+    pub source: Option<String>,
+    /// Idle ns of this culprit inside the column.
+    pub ns: Ns,
+}
+
+/// Kernels of one name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelRow {
+    /// Full kernel name.
+    pub name: String,
+    /// Number of launches (rows).
+    pub count: u64,
+    /// Sum of their durations (streams running at once each count).
+    pub total_ns: Ns,
+    /// An NCCL/RCCL collective.
+    pub communication: bool,
+}
+
+impl Extras {
+    /// The strips and kernel table of `trace` over the window `opts`
+    /// selects, the same selection and window as `analyze`.
+    pub fn of(trace: &Trace, opts: &WindowOptions) -> Self {
+        let selected = window::select(trace, opts);
+        let span = window::window(&selected).span;
+        let idle = IdleAnalyzer::new(&selected);
+        let strips = timelines(&selected)
+            .iter()
+            .map(|tl| {
+                let segs = idle.segments(tl.device, span);
+                strip(&selected, tl.device, span, &tl.busy(), &segs, STRIP_COLUMNS)
+            })
+            .collect();
+        Extras {
+            strips,
+            kernels: kernels(&selected),
+        }
+    }
+}
+
+/// Column `c` of `n` over `window` starts here (integer arithmetic, so
+/// columns tile the window exactly).
+fn bound((s, e): Span, n: usize, c: usize) -> Ns {
+    s + ((e - s) as i128 * c as i128 / n as i128) as Ns
+}
+
+/// Calls `f(column, ns)` for each column that `[s, e)` overlaps.
+fn spread(window: Span, n: usize, (s, e): Span, mut f: impl FnMut(usize, Ns)) {
+    let (s, e) = (s.max(window.0), e.min(window.1));
+    if s >= e {
+        return;
+    }
+    let len = (window.1 - window.0) as i128;
+    let mut c = (((s - window.0) as i128 * n as i128) / len) as usize;
+    while c < n {
+        let (cs, ce) = (bound(window, n, c), bound(window, n, c + 1));
+        if cs >= e {
+            break;
+        }
+        let ns = e.min(ce) - s.max(cs);
+        if ns > 0 {
+            f(c, ns);
+        }
+        c += 1;
+    }
+}
+
+/// Bins busy spans and idle segments of one device into `n` columns.
+pub fn strip(
+    trace: &Trace,
+    device: u32,
+    window: Span,
+    busy: &[Span],
+    segs: &[IdleSegment],
+    n: usize,
+) -> Strip {
+    if window.1 <= window.0 || n == 0 {
+        return Strip {
+            device,
+            window,
+            columns: Vec::new(),
+        };
+    }
+    let mut columns: Vec<Column> = (0..n)
+        .map(|c| Column {
+            start: bound(window, n, c),
+            end: bound(window, n, c + 1),
+            ..Column::default()
+        })
+        .collect();
+    for &b in busy {
+        spread(window, n, b, |c, ns| columns[c].busy_ns += ns);
+    }
+    // Per column: idle ns per (cause, op name, annotation name, source).
+    type Key = (Cause, Option<StrId>, Option<StrId>, StrId);
+    let mut blame: Vec<HashMap<Key, Ns>> = vec![HashMap::new(); n];
+    let name = |row: u32| (row != NONE).then(|| trace.cpu_ops.name[row as usize]);
+    for s in segs {
+        let key = (s.cause, name(s.op), name(s.annotation), s.source);
+        spread(window, n, (s.start, s.end), |c, ns| {
+            columns[c].idle.add(s.cause, ns);
+            *blame[c].entry(key).or_default() += ns;
+        });
+    }
+    for (col, b) in columns.iter_mut().zip(blame) {
+        col.culprit = b
+            .into_iter()
+            .max_by_key(|&(k, ns)| (ns, std::cmp::Reverse(k)))
+            .map(|((cause, op, ann, src), ns)| Culprit {
+                cause,
+                operator: op.map(|s| trace.strings.get(s).to_string()),
+                annotation: ann.map(|s| trace.strings.get(s).to_string()),
+                source: (src != Strings::EMPTY).then(|| display_source(trace.strings.get(src)).to_string()),
+                ns,
+            });
+    }
+    Strip {
+        device,
+        window,
+        columns,
+    }
+}
+
+/// Kernel rows grouped by name, most total time first (name breaks ties).
+pub fn kernels(trace: &Trace) -> Vec<KernelRow> {
+    let gpu = &trace.gpu;
+    let mut by_name: HashMap<StrId, (u64, Ns)> = HashMap::new();
+    for i in 0..gpu.len() {
+        if gpu.kind[i] == GpuKind::Kernel {
+            let e = by_name.entry(gpu.name[i]).or_default();
+            e.0 += 1;
+            e.1 += gpu.dur(i);
+        }
+    }
+    let mut rows: Vec<KernelRow> = by_name
+        .into_iter()
+        .map(|(id, (count, total_ns))| {
+            let name = trace.strings.get(id).to_string();
+            KernelRow {
+                communication: is_communication_name(&name),
+                name,
+                count,
+                total_ns,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.name.cmp(&b.name)));
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_tiles_the_window() {
+        let w = (100, 200);
+        let mut got = vec![0; 3];
+        spread(w, 3, (90, 210), |c, ns| got[c] += ns);
+        assert_eq!(got, vec![33, 33, 34]);
+        let mut got = vec![0; 3];
+        spread(w, 3, (140, 170), |c, ns| got[c] += ns);
+        // Columns: [100,133) [133,166) [166,200).
+        assert_eq!(got, vec![0, 26, 4]);
+    }
+
+    #[test]
+    fn columns_add_up_to_their_length() {
+        let t = Trace::default();
+        let segs = [IdleSegment {
+            start: 10,
+            end: 40,
+            cause: Cause::Sync,
+            op: NONE,
+            annotation: NONE,
+            source: Strings::EMPTY,
+        }];
+        let s = strip(&t, 0, (0, 100), &[(0, 10), (40, 100)], &segs, 7);
+        for c in &s.columns {
+            assert_eq!(c.busy_ns + c.idle.total(), c.end - c.start);
+        }
+        assert_eq!(s.columns.iter().map(|c| c.idle.sync).sum::<Ns>(), 30);
+        assert_eq!(s.columns[1].culprit.as_ref().unwrap().cause, Cause::Sync);
+    }
+}

@@ -1,0 +1,169 @@
+//! `gapscope report`: one self-contained HTML page (or the same content as
+//! Markdown) that explains why the GPUs of one trace sat idle.
+//!
+//! The flow is one-way: the trace is imported and analysed as for
+//! `gapscope analyze`, [`view::build`] turns the [`Analysis`] (plus the few
+//! per-row pictures the analysis does not keep, see [`extras`]) into a
+//! serializable [`view::ReportView`] with every number already formatted,
+//! and [`render`] fills the templates of `report-templates/` from it. The
+//! view model is what the tests snapshot (`--debug-context` writes it).
+//!
+//! [`Analysis`]: gapscope_analyzers::analysis::Analysis
+
+pub mod charts;
+pub mod extras;
+pub mod palette;
+pub mod render;
+pub mod tables;
+pub mod view;
+
+use crate::analyze::{self, DEMO_NAME};
+use crate::cli::WindowArgs;
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use gapscope_analyzers::analysis::{analyze as analyse_trace, AnalyzeOptions};
+use gapscope_analyzers::window::WindowOptions;
+use gapscope_collectors::kineto::ImportOptions;
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+/// Examples shown by `gapscope report --help`.
+pub const EXAMPLES: &str = "\
+EXAMPLES:
+    One HTML page to open in any browser (works offline, nothing to install):
+        gapscope report run.pt.trace.json.gz -o report.html
+
+    The same content as Markdown, e.g. for a CI comment or an issue:
+        gapscope report run.pt.trace.json.gz -o report.md
+        gapscope report run.pt.trace.json.gz --format md -o -
+
+    Try it on the small trace built into gapscope:
+        gapscope report --demo -o demo.html
+
+EXIT STATUS:
+    0 written, 2 an error (unreadable trace, bad flag, unwritable output).";
+
+/// `gapscope report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Kineto trace (`.json` or `.json.gz`).
+    #[arg(value_name = "TRACE", required_unless_present = "demo")]
+    pub trace: Option<PathBuf>,
+
+    /// Report on the small demo trace built into gapscope.
+    #[arg(long, conflicts_with = "trace")]
+    pub demo: bool,
+
+    /// Where to write the report (`-` for standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// Page format; by default `md` when FILE ends in `.md`, else `html`.
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
+
+    #[command(flatten)]
+    pub window: WindowArgs,
+
+    /// Write the report's view model as JSON instead of the page (what the
+    /// templates are filled from; for template authors and tests).
+    #[arg(long, hide = true)]
+    pub debug_context: bool,
+
+    /// No progress or summary on stderr (errors are still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// What `report` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained HTML page: inline CSS and SVG, no scripts, no
+    /// network.
+    Html,
+    /// GitHub-flavoured Markdown tables.
+    Md,
+}
+
+impl ReportArgs {
+    fn format(&self) -> ReportFormat {
+        self.format.unwrap_or_else(|| {
+            let md = self
+                .output
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"));
+            if md {
+                ReportFormat::Md
+            } else {
+                ReportFormat::Html
+            }
+        })
+    }
+
+    fn window_options(&self) -> WindowOptions {
+        WindowOptions {
+            steps: self.window.steps,
+            exclude_last_step: self.window.exclude_last_step,
+        }
+    }
+}
+
+/// Runs `gapscope report`.
+pub fn run(args: &ReportArgs) -> Result<()> {
+    let import = ImportOptions {
+        progress: !args.quiet && io::stderr().is_terminal(),
+    };
+    let (name, trace) = match &args.trace {
+        Some(path) if !args.demo => (path.display().to_string(), analyze::load(path, &import)?),
+        _ => (DEMO_NAME.to_string(), analyze::load_demo(&import)?),
+    };
+    if !args.quiet {
+        analyze::warn_skipped(&name, &trace);
+    }
+    let options = AnalyzeOptions {
+        window: args.window_options(),
+        ..AnalyzeOptions::default()
+    };
+    let analysis = analyse_trace(&trace, &options);
+    let extras = extras::Extras::of(&trace, &options.window);
+    let view = view::build(&name, &analysis, &extras);
+    let page = if args.debug_context {
+        serde_json::to_string_pretty(&view)? + "\n"
+    } else {
+        match args.format() {
+            ReportFormat::Html => render::html(&view)?,
+            ReportFormat::Md => render::markdown(&view)?,
+        }
+    };
+    write_output(&args.output, page.as_bytes())?;
+    if !args.quiet && args.output.as_os_str() != "-" {
+        let _ = writeln!(
+            io::stderr().lock(),
+            "gapscope: wrote {} ({} bytes)",
+            args.output.display(),
+            page.len()
+        );
+    }
+    Ok(())
+}
+
+/// Writes beside the target and renames, so a failed run never leaves a
+/// half-written page under the real name.
+fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
+    if path.as_os_str() == "-" {
+        let mut out = io::stdout().lock();
+        out.write_all(bytes)?;
+        return Ok(out.flush()?);
+    }
+    if path.is_dir() {
+        bail!(
+            "{}: is a directory; give a file name, e.g. -o report.html",
+            path.display()
+        );
+    }
+    let mut tmp = path.file_name().unwrap_or_default().to_os_string();
+    tmp.push(".partial");
+    let tmp = path.with_file_name(tmp);
+    std::fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display()))
+}

@@ -1,0 +1,120 @@
+//! Names and colours of what the report draws: the four time classes of
+//! the TorchBench-style breakdown and the idle causes. One place, so the
+//! bars, the timeline, the legend and the Markdown use the same words.
+//!
+//! Colours are from the Tableau 10 palette (distinct for the common kinds
+//! of colour blindness); busy classes are cool, idle causes warm or grey.
+
+use gapscope_analyzers::causes::Cause;
+
+/// A time class of the breakdown (data movement is memcpy + memset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Non-collective kernels.
+    Compute,
+    /// NCCL/RCCL collectives.
+    Communication,
+    /// Copies and memsets.
+    DataMovement,
+    /// Nothing runs.
+    Idle,
+}
+
+impl Class {
+    /// Every class, in stacking order.
+    pub const ALL: [Class; 4] = [
+        Class::Compute,
+        Class::Communication,
+        Class::DataMovement,
+        Class::Idle,
+    ];
+
+    /// Stable key (CSS class suffix, JSON).
+    pub fn key(self) -> &'static str {
+        match self {
+            Class::Compute => "compute",
+            Class::Communication => "communication",
+            Class::DataMovement => "data_movement",
+            Class::Idle => "idle",
+        }
+    }
+
+    /// What a reader sees.
+    pub fn label(self) -> &'static str {
+        match self {
+            Class::Compute => "compute",
+            Class::Communication => "communication",
+            Class::DataMovement => "data movement",
+            Class::Idle => "idle",
+        }
+    }
+
+    /// Fill colour.
+    pub fn color(self) -> &'static str {
+        match self {
+            Class::Compute => "#4c78a8",
+            Class::Communication => "#54a24b",
+            Class::DataMovement => "#72b7b2",
+            Class::Idle => "#d4d4d4",
+        }
+    }
+}
+
+/// What a reader sees for an idle cause.
+pub fn cause_label(c: Cause) -> &'static str {
+    match c {
+        Cause::Profiler => "profiler overhead",
+        Cause::Sync => "host waits on GPU (sync)",
+        Cause::Dataloader => "DataLoader",
+        Cause::CpuOp => "CPU-bound operator",
+        Cause::FrameworkOverhead => "Python/framework",
+        Cause::LaunchOverhead => "kernel launch",
+        Cause::Untraced => "untraced",
+    }
+}
+
+/// One sentence on what a cause means and where to look.
+pub fn cause_meaning(c: Cause) -> &'static str {
+    match c {
+        Cause::Profiler => "the profiler itself (buffer flushes, its own Python code); not your code",
+        Cause::Sync => {
+            "the CPU blocked on the GPU (synchronize, .item(), a blocking copy to the host), so the queue drained"
+        }
+        Cause::Dataloader => "the training thread waited for the next batch from the DataLoader",
+        Cause::CpuOp => "the CPU was busy inside an operator before it launched its GPU work",
+        Cause::FrameworkOverhead => "the CPU ran Python or framework code between operators",
+        Cause::LaunchOverhead => "launch latency between back-to-back small kernels",
+        Cause::Untraced => "nothing in the trace explains the gap (code the profiler did not record)",
+    }
+}
+
+/// Fill colour of an idle cause.
+pub fn cause_color(c: Cause) -> &'static str {
+    match c {
+        Cause::Profiler => "#bab0ac",
+        Cause::Sync => "#e45756",
+        Cause::Dataloader => "#eeca3b",
+        Cause::CpuOp => "#f58518",
+        Cause::FrameworkOverhead => "#b279a2",
+        Cause::LaunchOverhead => "#ff9da6",
+        Cause::Untraced => "#9d755d",
+    }
+}
+
+/// Colour of busy time in the timeline strips.
+pub const BUSY: &str = "#4c78a8";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_are_distinct() {
+        let mut all: Vec<&str> = Cause::ALL.iter().map(|&c| cause_color(c)).collect();
+        all.extend(Class::ALL.iter().map(|c| c.color()));
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n);
+    }
+}

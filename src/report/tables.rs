@@ -1,0 +1,354 @@
+//! The report's tables: idle-causing operators, longest gaps, kernels,
+//! launch statistics and diagnostics, each capped so a trace of 8 GPUs and
+//! 100 steps still fits on a page.
+
+use super::extras::KernelRow;
+use super::palette::{cause_color, cause_label};
+use super::view::{Capped, MAX_DEVICES};
+use crate::render::{human, ms, pct};
+use gapscope_analyzers::analysis::Analysis;
+use gapscope_analyzers::causes::Cause;
+use gapscope_collectors::trace::Ns;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Findings listed.
+pub const MAX_FINDINGS: usize = 10;
+/// Idle-causing operators listed.
+pub const MAX_OPERATORS: usize = 12;
+/// Longest gaps listed.
+pub const MAX_GAPS: usize = 10;
+/// Kernels listed.
+pub const MAX_KERNELS: usize = 15;
+/// Kernel names are cut to this many characters (the full name is the
+/// hover text).
+pub const KERNEL_NAME_CHARS: usize = 90;
+
+/// Operators (with annotation and source) behind idle time, over all
+/// devices.
+#[derive(Clone, Debug, Serialize)]
+pub struct IdleOperatorRow {
+    /// Operator, or `(none)` between operators.
+    pub operator: String,
+    /// Nearest annotation / module / DataLoader range.
+    pub annotation: String,
+    /// Source frame.
+    pub source: String,
+    /// Cause label.
+    pub cause: String,
+    /// Cause colour.
+    pub color: String,
+    /// Idle time, ms.
+    pub idle_ms: String,
+    /// Share of all devices' idle time.
+    pub share_of_idle: String,
+    /// Number of idle segments.
+    pub count: u64,
+    /// Devices it occurred on, `0, 1`.
+    pub devices: String,
+}
+
+/// One of the longest idle gaps.
+#[derive(Clone, Debug, Serialize)]
+pub struct GapRow {
+    /// `GPU n`.
+    pub device: String,
+    /// Start, ms after the window start.
+    pub at_ms: String,
+    /// Length.
+    pub duration: String,
+    /// Cause label (of the gap's largest segment).
+    pub cause: String,
+    /// Cause colour.
+    pub color: String,
+    /// Operator.
+    pub operator: String,
+    /// Annotation.
+    pub annotation: String,
+    /// Source.
+    pub source: String,
+}
+
+/// A table whose source column may be empty throughout.
+#[derive(Clone, Debug, Serialize)]
+pub struct SourcedTable<T> {
+    /// The rows.
+    pub rows: Capped<T>,
+    /// Some row names a source line (else the column is left out).
+    pub has_source: bool,
+}
+
+/// Top kernels by time.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelsView {
+    /// The rows.
+    pub rows: Capped<KernelView>,
+    /// Total kernel time, ms.
+    pub total_ms: String,
+    /// Kernel time left out of the table, ms (`0.00` when none).
+    pub more_ms: String,
+    /// Share of kernel time in Tensor Core kernels (by name).
+    pub tensor_core_share: String,
+    /// Number of distinct kernel names.
+    pub distinct: usize,
+}
+
+/// Kernels of one name.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelView {
+    /// Shortened name.
+    pub name: String,
+    /// Full name.
+    pub full_name: String,
+    /// Launches.
+    pub count: u64,
+    /// Total time, ms.
+    pub total_ms: String,
+    /// Mean time per launch.
+    pub mean: String,
+    /// Share of all kernel time.
+    pub share: String,
+    /// Uses Tensor Cores, judged by its name.
+    pub tensor_core: bool,
+    /// An NCCL/RCCL collective.
+    pub communication: bool,
+}
+
+/// Launch statistics of one device.
+#[derive(Clone, Debug, Serialize)]
+pub struct LaunchRow {
+    /// `GPU n`.
+    pub device: String,
+    /// Launches.
+    pub count: u64,
+    /// Of which graph launches.
+    pub graph_launches: u64,
+    /// GPU work shorter than its launch call.
+    pub short_kernels: u64,
+    /// Launch calls over the runtime cutoff.
+    pub slow_calls: u64,
+    /// Launch delays over the delay cutoff.
+    pub long_delays: u64,
+    /// Launch delay p50 / p90 / p99 / max.
+    pub delay: String,
+    /// Launch call duration p50 / p90 / max.
+    pub call: String,
+}
+
+/// Operators behind idle time, merged over devices, most first.
+pub fn idle_operators(a: &Analysis) -> SourcedTable<IdleOperatorRow> {
+    type Key = (Cause, Option<String>, Option<String>, Option<String>);
+    let mut groups: BTreeMap<Key, (Ns, u64, Vec<u32>)> = BTreeMap::new();
+    for d in &a.devices {
+        for o in &d.top_idle_operators {
+            let g = groups
+                .entry((
+                    o.cause,
+                    o.operator.clone(),
+                    o.annotation.clone(),
+                    o.source.clone(),
+                ))
+                .or_default();
+            g.0 += o.idle_ns;
+            g.1 += o.count;
+            g.2.push(d.device);
+        }
+    }
+    let idle: Ns = a.devices.iter().map(|d| d.breakdown.idle_ns).sum();
+    let mut rows: Vec<_> = groups.into_iter().collect();
+    rows.sort_by_key(|(k, (ns, ..))| (std::cmp::Reverse(*ns), k.clone()));
+    let rows = rows
+        .into_iter()
+        .map(|((cause, op, ann, src), (ns, count, devices))| IdleOperatorRow {
+            operator: op.unwrap_or_else(|| "(between operators)".to_string()),
+            annotation: ann.unwrap_or_default(),
+            source: src.unwrap_or_default(),
+            cause: cause_label(cause).to_string(),
+            color: cause_color(cause).to_string(),
+            idle_ms: ms(ns),
+            share_of_idle: pct(ns, idle),
+            count,
+            devices: devices.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        })
+        .collect();
+    let rows = Capped::of(rows, MAX_OPERATORS, "operators");
+    let has_source = rows.items.iter().any(|r: &IdleOperatorRow| !r.source.is_empty());
+    SourcedTable { rows, has_source }
+}
+
+/// The longest gaps over all devices, longest first.
+pub fn gaps(a: &Analysis) -> SourcedTable<GapRow> {
+    let mut all: Vec<_> = a
+        .devices
+        .iter()
+        .flat_map(|d| d.top_gaps.iter().map(move |g| (d, g)))
+        .collect();
+    all.sort_by_key(|(d, g)| (std::cmp::Reverse(g.dur_ns), g.start_ns, d.device));
+    let rows = all
+        .into_iter()
+        .map(|(d, g)| GapRow {
+            device: format!("GPU {}", d.device),
+            at_ms: ms(g.start_ns - a.window.start_ns),
+            duration: human(g.dur_ns),
+            cause: cause_label(g.cause).to_string(),
+            color: cause_color(g.cause).to_string(),
+            operator: g.operator.clone().unwrap_or_default(),
+            annotation: g.annotation.clone().unwrap_or_default(),
+            source: g.source.clone().unwrap_or_default(),
+        })
+        .collect();
+    let rows = Capped::of(rows, MAX_GAPS, "gaps");
+    let has_source = rows.items.iter().any(|r: &GapRow| !r.source.is_empty());
+    SourcedTable { rows, has_source }
+}
+
+/// True when a kernel name says it runs on Tensor Cores: cuBLAS/cuDNN
+/// names carry the MMA shape (`s16816gemm`, `h884`, `i8816`), CUTLASS
+/// kernels say `tensorop`, Hopper ones `gmma`/`wgmma`, and NVIDIA's
+/// `xmma`/`hmma`/`wmma` kernels name the instruction.
+pub fn is_tensor_core_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    const WORDS: [&str; 8] = ["tensorop", "xmma", "hmma", "wmma", "gmma", "imma", "mma_", "_mma"];
+    const SHAPES: [&str; 9] = [
+        "884", "1688", "16816", "8816", "16832", "1684", "16x8x16", "16x8x8", "64x8x16",
+    ];
+    WORDS.iter().any(|w| n.contains(w))
+        || SHAPES.iter().any(|s| {
+            n.match_indices(s).any(|(i, _)| {
+                // A shape follows a precision letter (h884, s1688, i8816).
+                let before = n[..i].chars().next_back();
+                before.is_some_and(|c| matches!(c, 'h' | 's' | 'i' | 'f' | 'x' | 'd' | 'b' | 'c' | '_'))
+            })
+        })
+}
+
+/// A readable kernel name: no `void `, no argument list, long template
+/// arguments cut.
+pub fn short_kernel_name(name: &str) -> String {
+    let n = name.strip_prefix("void ").unwrap_or(name);
+    let n = match n.find('(') {
+        Some(i) if i > 0 => &n[..i],
+        _ => n,
+    };
+    if n.chars().count() <= KERNEL_NAME_CHARS {
+        return n.to_string();
+    }
+    let cut: String = n.chars().take(KERNEL_NAME_CHARS - 1).collect();
+    format!("{cut}…")
+}
+
+/// The kernel table.
+pub fn kernels(rows: &[KernelRow]) -> KernelsView {
+    let total: Ns = rows.iter().map(|r| r.total_ns).sum();
+    let tc: Ns = rows
+        .iter()
+        .filter(|r| is_tensor_core_name(&r.name))
+        .map(|r| r.total_ns)
+        .sum();
+    let shown: Ns = rows.iter().take(MAX_KERNELS).map(|r| r.total_ns).sum();
+    let views = rows
+        .iter()
+        .map(|r| KernelView {
+            name: short_kernel_name(&r.name),
+            full_name: r.name.clone(),
+            count: r.count,
+            total_ms: ms(r.total_ns),
+            mean: human(r.total_ns / r.count.max(1) as Ns),
+            share: pct(r.total_ns, total),
+            tensor_core: is_tensor_core_name(&r.name),
+            communication: r.communication,
+        })
+        .collect();
+    KernelsView {
+        rows: Capped::of(views, MAX_KERNELS, "kernels"),
+        total_ms: ms(total),
+        more_ms: ms(total - shown),
+        tensor_core_share: pct(tc, total),
+        distinct: rows.len(),
+    }
+}
+
+/// Launch statistics, one row per device.
+pub fn launches(a: &Analysis) -> Vec<LaunchRow> {
+    a.devices
+        .iter()
+        .take(MAX_DEVICES)
+        .map(|d| {
+            let l = &d.launch_stats;
+            let (dl, c) = (&l.launch_delay_ns, &l.cpu_duration_ns);
+            LaunchRow {
+                device: format!("GPU {}", d.device),
+                count: l.count,
+                graph_launches: l.graph_launches,
+                short_kernels: l.short_kernels,
+                slow_calls: l.runtime_outliers,
+                long_delays: l.launch_delay_outliers,
+                delay: format!(
+                    "{} / {} / {} / {}",
+                    human(dl.p50),
+                    human(dl.p90),
+                    human(dl.p99),
+                    human(dl.max)
+                ),
+                call: format!("{} / {} / {}", human(c.p50), human(c.p90), human(c.max)),
+            }
+        })
+        .collect()
+}
+
+/// Lines on what was read and what was skipped.
+pub fn diagnostics(a: &Analysis) -> Vec<String> {
+    let d = &a.diagnostics;
+    let r = &d.rows_selected;
+    let mut out = vec![format!(
+        "{} GPU rows, {} runtime calls, {} CPU ranges in the window ({} sync records, never counted as busy).",
+        r.gpu, r.runtime, r.cpu_ops, d.sync_records
+    )];
+    if d.gpu_rows_without_launch > 0 {
+        out.push(format!(
+            "{} GPU rows have no launching runtime call in the trace.",
+            d.gpu_rows_without_launch
+        ));
+    }
+    if !d.importer.is_empty() {
+        let reasons: Vec<String> = d.importer.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        out.push(format!("The importer skipped events ({}).", reasons.join(", ")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tensor_core_names() {
+        for n in [
+            "volta_h884gemm_64x64_ldg8_nn",
+            "turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn",
+            "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_32x3_nn",
+            "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32",
+            "void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8>(Params)",
+            "sm90_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas_gmma",
+            "volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc2nchw_tn_v1",
+        ] {
+            assert!(is_tensor_core_name(n), "{n}");
+        }
+        for n in [
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",
+            "volta_sgemm_128x64_nn",
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+            "Memcpy HtoD (Pageable -> Device)",
+            "implicit_convolve_sgemm",
+        ] {
+            assert!(!is_tensor_core_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn kernel_names_shortened() {
+        assert_eq!(short_kernel_name("void foo<int>(float*, int)"), "foo<int>");
+        let long = format!("k{}", "x".repeat(200));
+        assert_eq!(short_kernel_name(&long).chars().count(), KERNEL_NAME_CHARS);
+    }
+}
