@@ -85,8 +85,9 @@ pub struct PacketWriter<'t, W: Write> {
     name_sent: Vec<bool>,
     /// Other names: iids after the trace's.
     text_iids: HashMap<String, u64>,
-    cat_iids: HashMap<&'static str, u64>,
-    arg_iids: HashMap<&'static str, u64>,
+    /// A few dozen static names at most: a scan beats hashing.
+    cat_iids: Vec<&'static str>,
+    arg_iids: Vec<&'static str>,
     /// Arg string values: iid of trace string `i` (0: not sent yet), and of
     /// other text; one iid space for both.
     value_iid_of_id: Vec<u64>,
@@ -112,8 +113,8 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             strings,
             name_sent: vec![false; strings.len()],
             text_iids: HashMap::new(),
-            cat_iids: HashMap::new(),
-            arg_iids: HashMap::new(),
+            cat_iids: Vec::new(),
+            arg_iids: Vec::new(),
             value_iid_of_id: vec![0; strings.len()],
             value_iids: HashMap::new(),
             next_value_iid: 1,
@@ -189,33 +190,22 @@ impl<'t, W: Write> PacketWriter<'t, W> {
 
     /// Closes the innermost open slice on `track`. No name: an END with a
     /// different name is a data-loss stat (pitfall 14).
+    ///
+    /// END and counter packets are half of all packets and carry no
+    /// interned ids, so they are encoded by hand (see [`encode_end`]) and
+    /// without `sequence_flags`; a unit test checks them against prost.
     pub fn end(&mut self, ts: u64, track: u64) -> io::Result<()> {
-        let mut ev = std::mem::take(&mut self.event);
-        ev.r#type = Some(EventType::SliceEnd as i32);
-        ev.track_uuid = Some(track);
-        ev.name = None;
-        ev.category_iids.clear();
-        ev.debug_annotations.clear();
-        ev.flow_ids.clear();
-        ev.terminating_flow_ids.clear();
-        self.event_packet(ts, ev)
+        let before = self.buf.len();
+        encode_end(&mut self.buf, ts, track);
+        self.emitted(before)
     }
 
     /// A counter sample on counter track `track`.
     pub fn counter(&mut self, ts: u64, track: u64, value: f64) -> io::Result<()> {
         self.counts.counter_samples += 1;
-        let mut ev = std::mem::take(&mut self.event);
-        ev.r#type = Some(EventType::Counter as i32);
-        ev.track_uuid = Some(track);
-        ev.name = None;
-        ev.category_iids.clear();
-        ev.debug_annotations.clear();
-        ev.flow_ids.clear();
-        ev.terminating_flow_ids.clear();
-        ev.counter_value = Some(CounterValue::Double(value));
-        let r = self.event_packet(ts, ev);
-        self.event.counter_value = None;
-        r
+        let before = self.buf.len();
+        encode_counter(&mut self.buf, ts, track, value);
+        self.emitted(before)
     }
 
     /// Records how many tracks got slices / counter samples (the layout
@@ -276,14 +266,19 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     }
 
     fn emit(&mut self, p: &TracePacket) -> io::Result<()> {
-        self.counts.packets += 1;
         let before = self.buf.len();
         prost::encoding::message::encode(1, p, &mut self.buf);
-        self.counts.bytes += (self.buf.len() - before) as u64;
         debug_assert_eq!(
             self.buf.len() - before,
             1 + prost::length_delimiter_len(p.encoded_len()) + p.encoded_len()
         );
+        self.emitted(before)
+    }
+
+    /// Counts the packet that starts at `before` in the buffer.
+    fn emitted(&mut self, before: usize) -> io::Result<()> {
+        self.counts.packets += 1;
+        self.counts.bytes += (self.buf.len() - before) as u64;
         if self.buf.len() >= FLUSH_AT {
             self.flush_buf()?;
         }
@@ -365,19 +360,137 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     }
 }
 
-fn intern_static(
-    table: &mut HashMap<&'static str, u64>,
-    new: &mut Vec<InternedString>,
-    s: &'static str,
-) -> u64 {
-    if let Some(&iid) = table.get(s) {
-        return iid;
+/// iid of `s` in `table` (iid = position + 1), adding it to `new` on
+/// first use.
+fn intern_static(table: &mut Vec<&'static str>, new: &mut Vec<InternedString>, s: &'static str) -> u64 {
+    if let Some(k) = table.iter().position(|&t| std::ptr::eq(t, s) || t == s) {
+        return k as u64 + 1;
     }
-    let iid = table.len() as u64 + 1;
-    table.insert(s, iid);
+    table.push(s);
+    let iid = table.len() as u64;
     new.push(InternedString {
         iid: Some(iid),
         name: Some(s.to_string()),
     });
     iid
+}
+
+/// Appends `v` as a protobuf varint.
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+fn varint_len(v: u64) -> usize {
+    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+}
+
+/// `Trace.packet` (field 1) holding `{timestamp: ts, trusted_packet_sequence_id,
+/// track_event {type: SLICE_END, track_uuid: track}}`, field numbers as in
+/// [`TracePacket`] and [`TrackEvent`].
+fn encode_end(buf: &mut Vec<u8>, ts: u64, track: u64) {
+    // TrackEvent: type (9, varint) = 2; track_uuid (11, varint).
+    let event_len = 2 + 1 + varint_len(track);
+    encode_event_packet(buf, ts, event_len, |buf| {
+        buf.extend_from_slice(&[9 << 3, EventType::SliceEnd as u8, 11 << 3]);
+        put_varint(buf, track);
+    });
+}
+
+/// Like [`encode_end`] for `track_event {type: COUNTER, track_uuid,
+/// double_counter_value (44, fixed64)}`.
+fn encode_counter(buf: &mut Vec<u8>, ts: u64, track: u64, value: f64) {
+    let event_len = 2 + 1 + varint_len(track) + 2 + 8;
+    encode_event_packet(buf, ts, event_len, |buf| {
+        buf.extend_from_slice(&[9 << 3, EventType::Counter as u8, 11 << 3]);
+        put_varint(buf, track);
+        // Tag of field 44, wire type 1 (64-bit): 44 << 3 | 1 = 353, two varint bytes.
+        buf.extend_from_slice(&[0xE1, 0x02]);
+        buf.extend_from_slice(&value.to_le_bytes());
+    });
+}
+
+/// A packet with `timestamp` (8), `trusted_packet_sequence_id` (10) and a
+/// `track_event` (11) of `event_len` bytes written by `event`.
+fn encode_event_packet(buf: &mut Vec<u8>, ts: u64, event_len: usize, event: impl FnOnce(&mut Vec<u8>)) {
+    let packet_len = 1
+        + varint_len(ts)
+        + 1
+        + varint_len(SEQUENCE_ID as u64)
+        + 1
+        + varint_len(event_len as u64)
+        + event_len;
+    buf.reserve(1 + varint_len(packet_len as u64) + packet_len);
+    buf.push(1 << 3 | 2);
+    put_varint(buf, packet_len as u64);
+    let start = buf.len();
+    buf.push(8 << 3);
+    put_varint(buf, ts);
+    buf.push(10 << 3);
+    put_varint(buf, SEQUENCE_ID as u64);
+    buf.push(11 << 3 | 2);
+    put_varint(buf, event_len as u64);
+    event(buf);
+    debug_assert_eq!(buf.len() - start, packet_len);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hand-encoded packets decode, with prost, to exactly the messages
+    /// they stand for, and are as long as prost would make them.
+    #[test]
+    fn hand_encoded_packets_match_prost() {
+        for (ts, track, value) in [
+            (0u64, 1u64, 0.0f64),
+            (1_700_000_000_123_456_789, 300, 87.5),
+            (u64::MAX, u64::MAX, -1e300),
+        ] {
+            for counter in [false, true] {
+                let mut buf = Vec::new();
+                if counter {
+                    encode_counter(&mut buf, ts, track, value);
+                } else {
+                    encode_end(&mut buf, ts, track);
+                }
+                let want = TracePacket {
+                    timestamp: Some(ts),
+                    trusted_packet_sequence_id: Some(SEQUENCE_ID),
+                    data: Some(PacketData::TrackEvent(TrackEvent {
+                        r#type: Some(if counter {
+                            EventType::Counter
+                        } else {
+                            EventType::SliceEnd
+                        } as i32),
+                        track_uuid: Some(track),
+                        counter_value: counter.then_some(CounterValue::Double(value)),
+                        ..Default::default()
+                    })),
+                    ..Default::default()
+                };
+                let mut prost_buf = Vec::new();
+                prost::encoding::message::encode(1, &want, &mut prost_buf);
+                assert_eq!(buf.len(), prost_buf.len());
+                assert_eq!(buf[0], 0x0A);
+                let mut rest = &buf[1..];
+                let len = prost::encoding::decode_varint(&mut rest).unwrap() as usize;
+                assert_eq!(rest.len(), len);
+                assert_eq!(TracePacket::decode(rest).unwrap(), want);
+            }
+        }
+    }
+
+    #[test]
+    fn varint_lengths() {
+        for v in [0u64, 1, 127, 128, 16_383, 16_384, u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert_eq!(b.len(), varint_len(v), "{v}");
+            assert_eq!(b.len(), prost::encoding::encoded_len_varint(v), "{v}");
+        }
+    }
 }
