@@ -385,7 +385,7 @@ fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
 }
 
 fn varint_len(v: u64) -> usize {
-    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// `Trace.packet` (field 1) holding `{timestamp: ts, trusted_packet_sequence_id,
