@@ -127,7 +127,7 @@ fn stack(values: &[Ns], total: Ns, size: f64) -> Vec<(f64, f64)> {
             let a = round2(cum as f64 * size / total as f64);
             cum += v;
             let b = round2(cum as f64 * size / total as f64);
-            (a, b - a)
+            (a, round2(b - a))
         })
         .collect()
 }
@@ -238,12 +238,17 @@ pub fn strip(s: &StripData, a: &Analysis) -> Strip {
     }
     let (w0, w1) = s.window;
     let len = (w1 - w0).max(1) as f64;
-    let step_lines = a
-        .steps
-        .iter()
-        .skip(1)
-        .map(|st| round2((st.start_ns - w0) as f64 * n as f64 / len))
-        .collect();
+    // Step boundaries only while steps are at least 10 columns wide; past
+    // that they would hide the strip.
+    let step_lines = if a.steps.len() * 10 > n {
+        Vec::new()
+    } else {
+        a.steps
+            .iter()
+            .skip(1)
+            .map(|st| round2((st.start_ns - w0) as f64 * n as f64 / len))
+            .collect()
+    };
     Strip {
         width: n,
         height: STRIP_HEIGHT,

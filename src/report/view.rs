@@ -18,6 +18,8 @@ use serde::Serialize;
 
 /// Devices drawn and listed in full; more get "and N more".
 pub const MAX_DEVICES: usize = 8;
+/// Above this many devices the breakdown is drawn one line per device.
+pub const COMPACT_ABOVE: usize = 2;
 /// Step rows listed per device.
 pub const MAX_STEP_ROWS: usize = 20;
 
@@ -38,6 +40,9 @@ pub struct ReportView {
     pub legend: Legend,
     /// One section per device.
     pub devices: Capped<DeviceView>,
+    /// More than [`COMPACT_ABOVE`] devices: one line per device, numbers in
+    /// a table instead of under each bar.
+    pub compact: bool,
     /// Detector findings, ranked by estimated savings.
     pub findings: Findings,
     /// Operators behind the most idle time, over all devices.
@@ -176,6 +181,8 @@ pub struct DeviceView {
     pub classes: Vec<Part>,
     /// Idle by cause, most first, zero causes left out; shares of idle.
     pub causes: Vec<Part>,
+    /// The largest cause and its share of idle, `DataLoader 85.9%`.
+    pub top_cause: String,
     /// Copy directions inside data movement, `HtoD 1.20 ms, DtoH 0.30 ms`.
     pub data_movement_detail: String,
     /// The class bar.
@@ -277,6 +284,7 @@ pub fn build(name: &str, analysis: &Analysis, extras: &Extras) -> ReportView {
         window: window_view(analysis),
         headline: headline(analysis, findings.rows.items.first().cloned()),
         legend: legend(),
+        compact: devices.len() > COMPACT_ABOVE,
         devices: Capped::of(devices, MAX_DEVICES, "devices (see the Markdown or JSON output)"),
         findings,
         idle_operators: tables::idle_operators(analysis),
@@ -386,6 +394,13 @@ fn device_view(a: &Analysis, d: &DeviceReport, extras: &Extras) -> DeviceView {
         window_ms: ms(b.window_ns),
         classes: class_parts(b),
         causes: cause_parts(&d.idle_by_cause_ns),
+        top_cause: d.idle_by_cause_ns.top().map_or_else(String::new, |c| {
+            format!(
+                "{} {}",
+                cause_label(c),
+                pct(d.idle_by_cause_ns.get(c), d.idle_by_cause_ns.total())
+            )
+        }),
         data_movement_detail: detail.join(", "),
         class_bar: charts::class_bar(b),
         cause_bar: charts::cause_bar(&d.idle_by_cause_ns),
