@@ -12,6 +12,7 @@
 //! ```
 
 use super::extras::{Column, Culprit, Strip as StripData};
+use super::findings::FindingIn;
 use super::palette::{cause_color, cause_label, Class, BUSY};
 use super::view::{causes_desc, class_ns};
 use crate::render::{ms, pct};
@@ -72,6 +73,8 @@ pub struct Strip {
     pub runs: Vec<Run>,
     /// Step boundaries, in columns (drawn as thin lines).
     pub step_lines: Vec<f64>,
+    /// Where the top findings on this device point (their idle evidence).
+    pub marks: Vec<Mark>,
     /// Length of the window, `123.45 ms`.
     pub end_label: String,
 }
@@ -88,6 +91,20 @@ pub struct Run {
     /// Hover text: time range, busy share, main idle cause, operator, source.
     pub title: String,
 }
+
+/// A finding's piece of evidence on the strip.
+#[derive(Clone, Debug, Serialize)]
+pub struct Mark {
+    /// Left edge, in columns.
+    pub x: f64,
+    /// Width, in columns (at least half a column, so it shows).
+    pub w: f64,
+    /// The finding's rank and title.
+    pub title: String,
+}
+
+/// Findings marked per strip.
+pub const MAX_MARKED_FINDINGS: usize = 5;
 
 /// One stacked column per step.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -216,8 +233,9 @@ fn blame_key(c: &Column) -> Option<(Cause, Option<&str>, Option<&str>)> {
         .map(|k| (k.cause, k.operator.as_deref(), k.source.as_deref()))
 }
 
-/// The strip of one device.
-pub fn strip(s: &StripData, a: &Analysis) -> Strip {
+/// The strip of one device, with the idle evidence of its top-ranked
+/// findings marked.
+pub fn strip(s: &StripData, a: &Analysis, ranked: &[FindingIn]) -> Strip {
     let n = s.columns.len();
     let mut runs: Vec<Run> = Vec::new();
     let mut i = 0;
@@ -249,11 +267,32 @@ pub fn strip(s: &StripData, a: &Analysis) -> Strip {
             .map(|st| round2((st.start_ns - w0) as f64 * n as f64 / len))
             .collect()
     };
+    let scale = |t: Ns| (t - w0) as f64 * n as f64 / len;
+    let marks = ranked
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.device == s.device)
+        .take(MAX_MARKED_FINDINGS)
+        .flat_map(|(rank, f)| {
+            f.evidence
+                .iter()
+                .filter(|e| e.kind == "idle" && e.end_ns > w0 && e.start_ns < w1)
+                .map(move |e| {
+                    let x = scale(e.start_ns.max(w0));
+                    Mark {
+                        x: round2(x),
+                        w: round2((scale(e.end_ns.min(w1)) - x).max(0.5)),
+                        title: format!("#{} {}", rank + 1, f.title),
+                    }
+                })
+        })
+        .collect();
     Strip {
         width: n,
         height: STRIP_HEIGHT,
         runs,
         step_lines,
+        marks,
         end_label: format!("{} ms", ms(w1 - w0)),
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod charts;
 pub mod extras;
+pub mod findings;
 pub mod palette;
 pub mod render;
 pub mod tables;

@@ -8,7 +8,7 @@
 
 use super::extras::Extras;
 use super::palette::{cause_color, cause_label, cause_meaning, Class};
-use super::{charts, tables};
+use super::{charts, findings, tables};
 use crate::render::{human, ms, pct};
 use gapscope_analyzers::analysis::{Analysis, DeviceReport};
 use gapscope_analyzers::breakdown::Breakdown;
@@ -268,15 +268,29 @@ pub struct PerfettoView {
 
 /// Builds the page of `analysis` of the trace named `name`.
 pub fn build(name: &str, analysis: &Analysis, extras: &Extras) -> ReportView {
+    let json = serde_json::to_value(analysis).unwrap_or_default();
+    build_with(name, analysis, &json, extras)
+}
+
+/// [`build`], with findings and bounds read from `json` (the analysis's
+/// serialized form).
+fn build_with(name: &str, analysis: &Analysis, json: &serde_json::Value, extras: &Extras) -> ReportView {
+    let found = findings::findings_of(json);
+    let ranked = found.clone().unwrap_or_default();
     let devices: Vec<DeviceView> = analysis
         .devices
         .iter()
-        .map(|d| device_view(analysis, d, extras))
+        .map(|d| device_view(analysis, d, extras, &ranked))
         .collect();
     let findings = Findings {
-        available: false,
-        rows: Capped::of(Vec::new(), tables::MAX_FINDINGS, "findings"),
+        available: found.is_some(),
+        rows: Capped::of(
+            findings::finding_rows(analysis, &ranked),
+            tables::MAX_FINDINGS,
+            "findings",
+        ),
     };
+    let bounds = findings::bounds_of(json).map_or_else(|| bounds(analysis), |b| findings::bound_rows(&b));
     ReportView {
         title: format!("gapscope report: {}", file_name(name)),
         trace: name.to_string(),
@@ -291,7 +305,7 @@ pub fn build(name: &str, analysis: &Analysis, extras: &Extras) -> ReportView {
         gaps: tables::gaps(analysis),
         kernels: tables::kernels(&extras.kernels),
         launches: tables::launches(analysis),
-        bounds: bounds(analysis),
+        bounds,
         perfetto: perfetto(name),
         diagnostics: tables::diagnostics(analysis),
     }
@@ -373,7 +387,12 @@ fn cause_parts(t: &CauseTotals) -> Vec<Part> {
         .collect()
 }
 
-fn device_view(a: &Analysis, d: &DeviceReport, extras: &Extras) -> DeviceView {
+fn device_view(
+    a: &Analysis,
+    d: &DeviceReport,
+    extras: &Extras,
+    ranked: &[findings::FindingIn],
+) -> DeviceView {
     let b = &d.breakdown;
     let k = &b.memcpy_by_kind_ns;
     let detail: Vec<String> = [
@@ -404,7 +423,7 @@ fn device_view(a: &Analysis, d: &DeviceReport, extras: &Extras) -> DeviceView {
         data_movement_detail: detail.join(", "),
         class_bar: charts::class_bar(b),
         cause_bar: charts::cause_bar(&d.idle_by_cause_ns),
-        timeline: strip.map(|s| charts::strip(s, a)).unwrap_or_default(),
+        timeline: strip.map(|s| charts::strip(s, a, ranked)).unwrap_or_default(),
         steps: charts::step_chart(a, d.device),
         step_rows: step_rows(a, d.device),
     }
@@ -478,6 +497,12 @@ fn headline(a: &Analysis, top_finding: Option<FindingRow>) -> Headline {
             s += &format!(
                 " The largest cause is {} ({} of the idle time): {}.",
                 t.label, t.share_of_idle, t.meaning
+            );
+        }
+        if let Some(f) = top_finding.as_ref().filter(|f| !f.savings_pct.is_empty()) {
+            s += &format!(
+                " Top finding: {}; fixing it should save about {} ({} of the window).",
+                f.title, f.savings, f.savings_pct
             );
         }
         s
@@ -575,6 +600,49 @@ mod tests {
         assert_eq!(c.items.len(), 10);
         assert_eq!(c.more_text, "and 2 more kernels");
         assert_eq!(Capped::of(vec![1], 10, "x").more_text, "");
+    }
+
+    /// Findings in the analysis's JSON reach the headline, the findings
+    /// table, the timeline marks and both pages.
+    #[test]
+    fn findings_slot_in() {
+        let trace = crate::analyze::load_demo(&Default::default()).unwrap();
+        let a = gapscope_analyzers::analyze(&trace, &Default::default());
+        let extras = Extras::of(&trace, &Default::default());
+        let plain = build("demo", &a, &extras);
+        assert!(!plain.findings.available);
+        assert!(plain.headline.top_finding.is_none());
+
+        let mut json = serde_json::to_value(&a).unwrap();
+        let w0 = a.window.start_ns;
+        json["findings"] = serde_json::json!([{
+            "id": "dataloader_stall", "detector": "D11", "title": "GPU waits for the DataLoader",
+            "device": 0, "occurrences": 5, "idle_ns": 38_000_000, "explained_ns": 38_000_000,
+            "est_savings_ns": 30_000_000, "operator": null, "annotation": "enumerate(DataLoader)",
+            "source": "data.py(28): decode_sample",
+            "evidence": [{"kind": "idle", "row": null, "start_ns": w0, "end_ns": w0 + 5_000_000}],
+            "hint": "set num_workers > 0 on the DataLoader"
+        }]);
+        let v = build_with("demo", &a, &json, &extras);
+        assert!(v.findings.available);
+        let top = v.headline.top_finding.as_ref().unwrap();
+        assert_eq!((top.rank, top.savings.as_str()), (1, "30.00 ms"));
+        assert!(v
+            .headline
+            .summary
+            .contains("Top finding: GPU waits for the DataLoader"));
+        let marks = &v.devices.items[0].timeline.marks;
+        assert_eq!(marks.len(), 1);
+        assert_eq!(marks[0].x, 0.0);
+        assert!(marks[0].w > 20.0, "{marks:?}");
+        let html = super::super::render::html(&v).unwrap();
+        assert!(html.contains("set num_workers &gt; 0 on the DataLoader"));
+        assert!(html.contains("<svg class=\"marks\""));
+        let md = super::super::render::markdown(&v).unwrap();
+        assert!(
+            md.contains("**Top finding: GPU waits for the DataLoader**, saves about 30.00 ms"),
+            "{md}"
+        );
     }
 
     #[test]
