@@ -332,7 +332,7 @@ fn run_title(cols: &[Column], origin: Ns) -> String {
 fn culprit_text(c: &Culprit) -> String {
     let mut t = String::new();
     if let Some(op) = &c.operator {
-        t += &format!("\noperator: {op}");
+        t += &format!("\nidle blamed on: {op}");
     }
     if let Some(a) = &c.annotation {
         t += &format!("\nin: {a}");

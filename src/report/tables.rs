@@ -129,9 +129,9 @@ pub struct LaunchRow {
     pub slow_calls: u64,
     /// Launch delays over the delay cutoff.
     pub long_delays: u64,
-    /// Launch delay p50 / p90 / p99 / max.
+    /// Launch delay p50 / p90 / max.
     pub delay: String,
-    /// Launch call duration p50 / p90 / max.
+    /// Launch call duration p50 / max.
     pub call: String,
 }
 
@@ -222,12 +222,13 @@ pub fn is_tensor_core_name(name: &str) -> bool {
         })
 }
 
-/// A readable kernel name: no `void `, no argument list, long template
-/// arguments cut.
+/// A readable kernel name: no `void `, no trailing argument list (the last
+/// balanced `(...)`, so `(anonymous namespace)` inside the name stays),
+/// long template arguments cut.
 pub fn short_kernel_name(name: &str) -> String {
-    let n = name.strip_prefix("void ").unwrap_or(name);
-    let n = match n.find('(') {
-        Some(i) if i > 0 => &n[..i],
+    let n = name.strip_prefix("void ").unwrap_or(name).trim_end();
+    let n = match trailing_args(n) {
+        Some(i) if i > 0 => n[..i].trim_end(),
         _ => n,
     };
     if n.chars().count() <= KERNEL_NAME_CHARS {
@@ -235,6 +236,27 @@ pub fn short_kernel_name(name: &str) -> String {
     }
     let cut: String = n.chars().take(KERNEL_NAME_CHARS - 1).collect();
     format!("{cut}…")
+}
+
+/// Byte index of the `(` that opens the parenthesised group `s` ends with.
+fn trailing_args(s: &str) -> Option<usize> {
+    if !s.ends_with(')') {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The kernel table.
@@ -348,6 +370,18 @@ mod tests {
     #[test]
     fn kernel_names_shortened() {
         assert_eq!(short_kernel_name("void foo<int>(float*, int)"), "foo<int>");
+        assert_eq!(
+            short_kernel_name("void at::native::(anonymous namespace)::k<float>(at::TensorIterator (*)[2])"),
+            "at::native::(anonymous namespace)::k<float>"
+        );
+        assert_eq!(
+            short_kernel_name("Memcpy HtoD (Pageable -> Device)"),
+            "Memcpy HtoD"
+        );
+        assert_eq!(
+            short_kernel_name("volta_sgemm_128x64_nn"),
+            "volta_sgemm_128x64_nn"
+        );
         let long = format!("k{}", "x".repeat(200));
         assert_eq!(short_kernel_name(&long).chars().count(), KERNEL_NAME_CHARS);
     }
