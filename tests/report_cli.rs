@@ -301,3 +301,25 @@ fn output_is_required() {
     let r = gapscope(["report", "--demo"]).expect_code(2);
     assert!(r.stderr.contains("--output"), "{}", r.stderr);
 }
+
+/// `-o` naming a pipe (or a device such as /dev/null) writes into it; a
+/// rename over it would replace it with a regular file.
+#[test]
+fn output_to_a_pipe_stays_a_pipe() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = TempDir::new("fifo");
+    let fifo = dir.path().join("out.md");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    gapscope(["report", "--demo", "-q", "-o", fifo.to_str().unwrap()]).expect_code(0);
+    let md = reader.join().unwrap();
+    assert!(md.starts_with("# Why the GPU sat idle"), "{md}");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}

@@ -148,8 +148,8 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes beside the target and renames, so a failed run never leaves a
-/// half-written page under the real name.
+/// Writes a new or regular file beside the target and renames it, so a
+/// failed run never leaves a half-written page under the real name.
 fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     if path.as_os_str() == "-" {
         let mut out = io::stdout().lock();
@@ -161,6 +161,11 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
             "{}: is a directory; give a file name, e.g. -o report.html",
             path.display()
         );
+    }
+    // A device or pipe (`-o /dev/null`, a FIFO) is written in place: renaming
+    // a file over it would replace it.
+    if path.exists() && !path.is_file() {
+        return std::fs::write(path, bytes).with_context(|| format!("{}: cannot write", path.display()));
     }
     let mut tmp = path.file_name().unwrap_or_default().to_os_string();
     tmp.push(".partial");

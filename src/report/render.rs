@@ -5,7 +5,7 @@ use super::view::ReportView;
 use anyhow::{Context, Result};
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
-use minijinja::{AutoEscape, Environment, Value};
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 
 const TEMPLATES: [(&str, &str); 3] = [
     ("report.html", include_str!("../../report-templates/report.html")),
@@ -29,6 +29,8 @@ fn environment() -> Result<Environment<'static>> {
         .build()
         .context("report template syntax; this is a gapscope bug")?;
     env.set_syntax(syntax);
+    // A misspelt field is an error, not an empty cell.
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_filter("cell", md_cell);
     env.add_filter("code", md_code);
     for (name, source) in TEMPLATES {

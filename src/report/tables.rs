@@ -305,14 +305,8 @@ pub fn launches(a: &Analysis) -> Vec<LaunchRow> {
                 short_kernels: l.short_kernels,
                 slow_calls: l.runtime_outliers,
                 long_delays: l.launch_delay_outliers,
-                delay: format!(
-                    "{} / {} / {} / {}",
-                    human(dl.p50),
-                    human(dl.p90),
-                    human(dl.p99),
-                    human(dl.max)
-                ),
-                call: format!("{} / {} / {}", human(c.p50), human(c.p90), human(c.max)),
+                delay: format!("{} / {} / {}", human(dl.p50), human(dl.p90), human(dl.max)),
+                call: format!("{} / {}", human(c.p50), human(c.max)),
             }
         })
         .collect()
