@@ -5,6 +5,10 @@
 //! they tile their chart) rather than kept rectangle by rectangle, so a
 //! snapshot stays readable; `report_cli.rs` and `report_browser.rs` check
 //! the drawn charts.
+//!
+//! When an analysis change moves these numbers on purpose, review the diff
+//! and accept it with `INSTA_UPDATE=always cargo test -p gapscope --test
+//! report_view` (or `cargo insta review`).
 
 mod common;
 use common::*;
