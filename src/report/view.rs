@@ -486,13 +486,23 @@ fn headline(a: &Analysis, top_finding: Option<FindingRow>) -> Headline {
         "No GPU activity was found in this trace: was the profiler run with ProfilerActivity.CUDA?"
             .to_string()
     } else {
-        let mut s = format!(
-            "Over {}, the GPUs were idle {} of the time ({} ms of {} ms summed over {gpus}).",
-            window_view(a).what,
-            pct(idle, window),
-            ms(idle),
-            ms(window)
-        );
+        let mut s = if n == 1 {
+            format!(
+                "Over {}, the GPU was idle {} of the time ({} ms of {} ms).",
+                window_view(a).what,
+                pct(idle, window),
+                ms(idle),
+                ms(window)
+            )
+        } else {
+            format!(
+                "Over {}, the GPUs were idle {} of the time ({} ms of {} ms summed over {gpus}).",
+                window_view(a).what,
+                pct(idle, window),
+                ms(idle),
+                ms(window)
+            )
+        };
         if let Some(t) = &top_cause {
             s += &format!(
                 " The largest cause is {} ({} of the idle time): {}.",
