@@ -8,9 +8,8 @@
 
 use super::category::{classify, copy_info, memset_mem, Class};
 use super::number::micros_to_ns;
-use super::wire::{IdOrStr, RawArgs, RawEvent};
+use super::wire::{IdOrStr, RawArgs, RawEvent, RawText};
 use crate::trace::*;
-use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
@@ -366,7 +365,7 @@ fn label_id(s: &str) -> i64 {
 pub fn describe(ev: &RawEvent<'_>) -> String {
     let name = ev.name.as_deref().unwrap_or("");
     let name: String = name.chars().take(80).collect();
-    let raw = |v: Option<&RawValue>| v.map_or("-".to_string(), |v| v.get().chars().take(40).collect());
+    let raw = |v: Option<RawText<'_>>| v.map_or("-".to_string(), |v| v.get().chars().take(40).collect());
     format!(
         "ph={} cat={} name={:?} ts={} dur={}",
         ev.ph.as_deref().unwrap_or("-"),

@@ -15,6 +15,7 @@
 //! `, {"` inside a string at the cut).
 
 use super::convert::Converter;
+use super::fast;
 use super::scan::{guess_event_start, skip_value, skip_ws, ScanError};
 use super::wire::RawEvent;
 use indicatif::ProgressBar;
@@ -206,7 +207,8 @@ fn parse_chunk<'a>(
 }
 
 /// Parses the event at `p` into `conv`; returns the position after it.
-/// An event of the wrong shape (a field of an impossible type) is skipped
+/// The hand-written fast path (`fast.rs`) reads what it can vouch for; serde
+/// reads the rest, and reports errors. An event of the wrong shape (a field of an impossible type) is skipped
 /// and counted; malformed JSON is an error.
 fn parse_one<'a>(
     buf: &'a [u8],
@@ -214,6 +216,10 @@ fn parse_one<'a>(
     index: usize,
     conv: &mut Converter<'a>,
 ) -> Result<usize, EventsError> {
+    if let Some((ev, end)) = fast::event(buf, p) {
+        conv.event(index, ev);
+        return Ok(end);
+    }
     let mut stream = serde_json::Deserializer::from_slice(&buf[p..]).into_iter::<RawEvent<'a>>();
     match stream.next() {
         Some(Ok(ev)) => {

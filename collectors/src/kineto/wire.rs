@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 /// One element of `traceEvents`.
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug, Default, PartialEq)]
 pub struct RawEvent<'a> {
     /// Phase: `X` complete, `B`/`E` begin/end, `i`/`I` instant, `C` counter,
     /// `M` metadata, `s`/`f`/`t` flow.
@@ -37,16 +37,34 @@ pub struct RawEvent<'a> {
     pub tid: IdOrStr<'a>,
     /// Start, µs, as number text.
     #[serde(borrow)]
-    pub ts: Option<&'a RawValue>,
+    pub ts: Option<RawText<'a>>,
     /// Duration, µs, as number text (complete events).
     #[serde(borrow)]
-    pub dur: Option<&'a RawValue>,
+    pub dur: Option<RawText<'a>>,
     /// Instant scope: `g` global, `p` process, `t` thread.
     #[serde(borrow, rename = "s")]
     pub scope: Option<CowStr<'a>>,
     /// Event arguments.
     #[serde(borrow)]
     pub args: Option<RawArgs<'a>>,
+}
+
+/// A JSON value's text exactly as written (what serde_json's `RawValue`
+/// captures, but constructible by the fast path in `fast.rs` too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawText<'a>(pub &'a str);
+
+impl<'a> RawText<'a> {
+    /// The text.
+    pub fn get(&self) -> &'a str {
+        self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(|v| RawText(v.get()))
+    }
 }
 
 /// A string borrowed from the input when it has no escapes.
@@ -218,7 +236,7 @@ impl<'de> Deserialize<'de> for Dims3 {
 }
 
 /// The `args` of an event: only the keys the importer uses are kept.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct RawArgs<'a> {
     /// `External id` (`external id` in 2021 traces): links ops, calls and GPU work.
     pub external_id: Option<i64>,
@@ -241,7 +259,7 @@ pub struct RawArgs<'a> {
     /// `Sequence number` of an autograd op.
     pub sequence: Option<i64>,
     /// `Input Dims` as written.
-    pub input_dims: Option<&'a RawValue>,
+    pub input_dims: Option<RawText<'a>>,
     /// `name`: the value of `process_name` / `thread_name` metadata.
     pub name: Option<CowStr<'a>>,
     /// `kind`: ROCm's copy direction (`"HtoD"`).
