@@ -5,8 +5,10 @@
 
 pub mod analysis;
 pub mod attribution;
+pub mod bounds;
 pub mod breakdown;
 pub mod causes;
+pub mod detectors;
 pub mod diff;
 pub mod evidence;
 pub mod gaps;
@@ -16,6 +18,7 @@ pub mod kinds;
 pub mod launch_stats;
 pub mod segments;
 pub mod temporal;
+pub mod whatif;
 pub mod window;
 
 pub use analysis::{analyze, Analysis, AnalyzeOptions};

@@ -1,0 +1,146 @@
+//! D16, collection artifacts: idle time that is the profiler's doing or that
+//! the capture cannot explain, excluded before anyone blames the workload
+//! (notes/detectors.md D16).
+//!
+//! ```text
+//! window      |<--------------------------------------------------->|
+//! stream 7    |      [k1....]   [k2...]                [k3.....]     |
+//! markers     |               [CUPTI flush]                          |
+//! thread 1    |                               [aten::x..]            |
+//! pieces      [untraced]    [pr][profiler]     ...              [untraced]
+//!              ^ capture_edges                                  ^ capture_edges
+//!                            ^ profiler_overhead
+//! ```
+//!
+//! - `profiler_overhead`: pieces of cause `profiler` (overhead markers such
+//!   as buffer flushes, which nsys counts as busy; the CPU inside
+//!   `torch/profiler/` code).
+//! - `capture_edges`: `untraced` pieces of the gaps touching the window's
+//!   start or end: the capture began or stopped with no CPU record to
+//!   explain them (nsys's `gpu_gaps` leaves the first and last gap out for
+//!   the same reason).
+//! - `cuda_graph_replays` (context): kernels replayed by one
+//!   `cudaGraphLaunch` share its correlation; they are one launch, never
+//!   "small serial kernels", and their per-kernel operators are not in the
+//!   trace.
+//!
+//! None of them has a saving to estimate: removing the profiler is not a
+//! change to the training code.
+
+use super::{Cx, Draft};
+use crate::causes::Cause;
+use gapscope_collectors::trace::NONE;
+
+pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
+    let mut out = Vec::new();
+    let prof = cx.take(claims, |p| p.seg.cause == Cause::Profiler);
+    if !prof.is_empty() {
+        let ns = cx.total(&prof);
+        let mut d = Draft::new(
+            "D16",
+            "profiler_overhead",
+            format!("{} of idle time is profiler overhead", super::fmt_ns(ns)),
+            "This idle time comes from the profiler itself (buffer flushes, profiler \
+             callbacks), not from the training code; it is left out of every other finding. \
+             Profile fewer steps per capture (a shorter `schedule(active=...)`) to reduce it."
+                .to_string(),
+        );
+        d.occurrences = prof.len() as u64;
+        d.pieces = prof;
+        d.estimable = false;
+        out.push(d);
+    }
+    // The gaps touching the window's edges: the first run of pieces from
+    // `ws` and the last run up to `we`.
+    let edge = edge_spans(cx);
+    let edges = cx.take(claims, |p| {
+        p.seg.cause == Cause::Untraced && edge.iter().any(|&(s, e)| p.start >= s && p.end <= e)
+    });
+    if !edges.is_empty() {
+        let ns = cx.total(&edges);
+        let mut d = Draft::new(
+            "D16",
+            "capture_edges",
+            format!(
+                "{} idle at the start or end of the capture with no CPU activity recorded",
+                super::fmt_ns(ns)
+            ),
+            "The device was idle where the capture starts or stops and no CPU thread was \
+             recorded then, so the cause is outside the trace. Capture whole steps with \
+             `torch.profiler.schedule(wait=1, warmup=1, active=N)` and call `prof.step()` \
+             at the end of every iteration so the window holds complete steps."
+                .to_string(),
+        );
+        d.occurrences = edges.len() as u64;
+        d.pieces = edges;
+        d.estimable = false;
+        out.push(d);
+    }
+    out.extend(graph_replays(cx));
+    out
+}
+
+fn edge_spans(cx: &Cx) -> Vec<(i64, i64)> {
+    let (ws, we) = cx.window;
+    let p = &cx.pieces;
+    let mut spans = Vec::new();
+    if let Some(first) = p.first().filter(|f| f.start == ws) {
+        let mut end = first.end;
+        for q in p.iter().skip(1) {
+            if q.start != end {
+                break;
+            }
+            end = q.end;
+        }
+        spans.push((ws, end));
+    }
+    if let Some(last) = p.last().filter(|l| l.end == we) {
+        let mut start = last.start;
+        for q in p.iter().rev().skip(1) {
+            if q.end != start {
+                break;
+            }
+            start = q.start;
+        }
+        spans.push((start, we));
+    }
+    spans
+}
+
+fn graph_replays(cx: &Cx) -> Option<Draft> {
+    let t = cx.trace;
+    let (ws, we) = cx.window;
+    let (mut launches, mut kernels) = (0u64, 0u64);
+    let mut first = NONE;
+    for r in 0..t.runtime.len() {
+        let n = t.links.runtime_gpu_count[r];
+        if n > 1 && cx.call_gpu[r] != NONE && t.runtime.start[r] < we && t.runtime.end[r] > ws {
+            let name = t.strings.get(t.runtime.name[r]);
+            if name.contains("GraphLaunch") {
+                launches += 1;
+                kernels += u64::from(n);
+                if first == NONE {
+                    first = r as u32;
+                }
+            }
+        }
+    }
+    if launches == 0 {
+        return None;
+    }
+    let mut d = Draft::new(
+        "D16",
+        "cuda_graph_replays",
+        format!("{launches} CUDA graph launches replay {kernels} kernels"),
+        "These kernels run from captured CUDA graphs (`torch.cuda.graphs` or \
+         `torch.compile(mode=\"reduce-overhead\")`): each graph is one launch, so they are \
+         not launch-bound small kernels, and the operators that made them are not in the \
+         trace. Profile one eager (uncaptured) step to see which operators the graph holds."
+            .to_string(),
+    );
+    d.occurrences = launches;
+    d.primary = false;
+    d.estimable = false;
+    d.evidence.push(cx.runtime_evidence(first));
+    Some(d)
+}

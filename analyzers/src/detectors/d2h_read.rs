@@ -1,0 +1,65 @@
+//! D5, blocking device→host reads (`.item()`, `.cpu()`, `.tolist()`,
+//! `nonzero`, printing a CUDA tensor, Python `if` on a CUDA value): the host
+//! waits for the queue to drain to read a value, and the GPU sits idle
+//! until the host has launched new work (notes/detectors.md D5).
+//!
+//! ```text
+//! stream 7    [k1.............]                 [k2...]
+//! thread 1    [aten::item.......................]
+//!               [MemcpyAsync DtoH][StreamSynchronize]
+//! gpu copy                      [DtoH]
+//! piece (sync)                        [.........]   claimed by D5
+//! ```
+//!
+//! Evidence: a `sync` piece whose blocking call is, or follows within
+//! [`COPY_SYNC_PAIR_NS`](super::COPY_SYNC_PAIR_NS) on its thread, a
+//! device→host copy. Threshold: at least [`NOISE_NS`](super::NOISE_NS) of
+//! idle per call site (TraceLens's noise floor). Attribution: the outermost
+//! operator around the blocking call (`aten::item`) and its source line.
+//! Savings: replay with those calls no longer waiting (the read deferred or
+//! moved off the critical path).
+
+use super::{fmt_ns, Cx, Draft, SyncKind, TINY_COPY_BYTES};
+use crate::causes::Cause;
+use gapscope_collectors::trace::NONE;
+
+pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
+    let groups = cx.site_groups(claims, |p| {
+        p.seg.cause == Cause::Sync && p.blocking != NONE && cx.sync_kind(p.blocking).0 == SyncKind::DtoHRead
+    });
+    groups
+        .iter()
+        .map(|g| {
+            let (op, _, src) = &g.blame;
+            let place = cx.where_(op, src);
+            let scalar = g.max_bytes <= TINY_COPY_BYTES;
+            let what = if scalar {
+                "reads a scalar"
+            } else {
+                "copies a tensor"
+            };
+            let title = format!(
+                "{place} {what} to the host and waits for the GPU ({} calls, {} idle)",
+                g.calls.len(),
+                fmt_ns(g.idle_ns)
+            );
+            let advice = if scalar {
+                "Keep the value on the GPU: accumulate losses and metrics in a CUDA tensor and \
+                 call `.item()` once every N steps (or at the end), and do not branch in Python \
+                 on CUDA values."
+            } else {
+                "Copy to the host only where the data is consumed, with \
+                 `.to(\"cpu\", non_blocking=True)` into pinned memory and one \
+                 `torch.cuda.current_stream().synchronize()` before reading; avoid `nonzero()` / \
+                 boolean-mask indexing inside the step, which read back a size."
+            };
+            let hint = format!(
+                "{place} blocks the CPU until the GPU finishes, then the GPU idles {} per step \
+                 while the CPU catches up. {advice} Find every such call with \
+                 `torch.cuda.set_sync_debug_mode(\"warn\")`.",
+                fmt_ns(g.idle_ns / cx.n_steps())
+            );
+            cx.sync_draft(g, "D5", "blocking_device_to_host_read", title, hint)
+        })
+        .collect()
+}

@@ -1,0 +1,81 @@
+//! D11, input-pipeline stall: the training thread is inside the
+//! DataLoader's `__next__` while the GPU has nothing to do, the signature of
+//! `num_workers=0` or of workers that cannot keep up (notes/detectors.md
+//! D11; the TensorBoard plugin's DataLoader recommendation).
+//!
+//! ```text
+//! stream 7    [fwd/bwd kernels....]                         [fwd/bwd...]
+//! thread 1    [step N ............][enumerate(DataLoader)#...__next__][step N+1
+//! piece                            [dataloader.......................]  D11
+//! ```
+//!
+//! Evidence: pieces of cause `dataloader`. Threshold: DataLoader ranges on
+//! the launching threads take more than [`MIN_SHARE`] of the window (the
+//! TensorBoard plugin's 5 % of step time). Attribution: the DataLoader range
+//! and whatever operator runs inside it. Savings: replay with the
+//! DataLoader ranges' CPU time removed from the launching threads (batches
+//! ready when asked for, as with enough workers), capped at the idle time.
+
+use super::{fmt_ns, pct, Cx, Draft, MAX_EVIDENCE};
+use crate::causes::Cause;
+use crate::intervals::{total, union};
+use gapscope_collectors::trace::Ns;
+
+/// DataLoader share of the window above which it is reported (TB: 5 %).
+pub const MIN_SHARE: f64 = 0.05;
+
+pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
+    let (ws, we) = cx.window;
+    let ops = &cx.trace.cpu_ops;
+    let mut ranges: Vec<u32> = Vec::new();
+    for &t in &cx.ev.launchers {
+        for i in cx.trace.cpu_ops_of(t) {
+            if cx.ops.dataloader[i] == i as u32 && ops.start[i] < we && ops.end[i] > ws {
+                ranges.push(i as u32);
+            }
+        }
+    }
+    let spans = union(
+        ranges
+            .iter()
+            .map(|&r| (ops.start[r as usize].max(ws), ops.end[r as usize].min(we)))
+            .collect(),
+    );
+    let dl_ns = total(&spans);
+    if (dl_ns as f64) <= MIN_SHARE * cx.window_ns() as f64 {
+        return Vec::new();
+    }
+    let pieces = cx.take(claims, |p| p.seg.cause == Cause::Dataloader);
+    if pieces.is_empty() {
+        return Vec::new();
+    }
+    let idle: Ns = cx.total(&pieces);
+    let n = cx.n_steps();
+    let title = format!(
+        "The GPU waits for the DataLoader: {} of the window ({} idle)",
+        pct(dl_ns, cx.window_ns()),
+        fmt_ns(idle)
+    );
+    let hint = format!(
+        "{} of each step ({} idle per step) is spent loading the next batch on the training \
+         thread while the GPU waits. Load batches in worker processes: \
+         `DataLoader(..., num_workers=N)` with N > 0 (start with the number of CPU cores per \
+         GPU), `pin_memory=True` and `persistent_workers=True`; raise `prefetch_factor` if the \
+         workers still fall behind, and move heavy transforms to the GPU or to preprocessing.",
+        pct(dl_ns, cx.window_ns()),
+        fmt_ns(idle / n)
+    );
+    let mut d = Draft::new("D11", "dataloader_stall", title, hint);
+    d.occurrences = ranges.len() as u64;
+    for &r in &ranges {
+        let r = r as usize;
+        d.edit
+            .remove_cpu
+            .push((ops.thread[r], (ops.start[r].max(ws), ops.end[r].min(we))));
+    }
+    for &r in ranges.iter().take(MAX_EVIDENCE / 2) {
+        d.evidence.push(cx.op_evidence(r));
+    }
+    d.pieces = pieces;
+    vec![d]
+}

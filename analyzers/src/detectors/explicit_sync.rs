@@ -1,0 +1,58 @@
+//! D6, explicit synchronizations: `torch.cuda.synchronize()`,
+//! `stream.synchronize()`, `event.synchronize()` (cudaDeviceSynchronize,
+//! cudaStreamSynchronize, cudaEventSynchronize and their driver forms) with
+//! no copy behind them: the host waits for the queue to drain, then the GPU
+//! waits for the host (notes/detectors.md D6; nsys `cuda_api_sync`).
+//!
+//! ```text
+//! stream 7    [k1..........]               [k2..]
+//! thread 1    [cudaDeviceSynchronize..]  [L2]
+//! piece (sync)             [.........]           claimed by D6
+//! ```
+//!
+//! Evidence: a `sync` piece whose blocking call has no paired copy. Only
+//! threads that launch work on the device count (TraceLens's same-thread
+//! rule; [`DeviceEvidence`](crate::evidence::DeviceEvidence) applies it).
+//! Threshold: [`NOISE_NS`](super::NOISE_NS) of idle per call site (ours).
+//! Savings: replay with the calls not waiting.
+
+use super::{fmt_ns, Cx, Draft, SyncKind};
+use crate::causes::Cause;
+use gapscope_collectors::trace::NONE;
+
+pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
+    let groups = cx.site_groups(claims, |p| {
+        p.seg.cause == Cause::Sync && p.blocking != NONE && cx.sync_kind(p.blocking).0 == SyncKind::Plain
+    });
+    groups
+        .iter()
+        .map(|g| {
+            let (op, _, src) = &g.blame;
+            let place = cx.where_(op, src);
+            let api = g
+                .calls
+                .first()
+                .map(|&c| {
+                    cx.trace
+                        .strings
+                        .get(cx.trace.runtime.name[c as usize])
+                        .to_string()
+                })
+                .unwrap_or_default();
+            let title = format!(
+                "{place} calls {api} {} times and the GPU drains ({} idle)",
+                g.calls.len(),
+                fmt_ns(g.idle_ns)
+            );
+            let hint = format!(
+                "{place} waits for all queued GPU work ({api}), {} idle per step. Remove the \
+                 synchronization (timing code often adds it: use `torch.cuda.Event(enable_timing=True)` \
+                 and read the times after the loop), or make the dependency GPU-side with \
+                 `stream.wait_event(event)` / `stream.wait_stream(other)` so the host keeps \
+                 queueing work.",
+                fmt_ns(g.idle_ns / cx.n_steps())
+            );
+            cx.sync_draft(g, "D6", "explicit_sync", title, hint)
+        })
+        .collect()
+}

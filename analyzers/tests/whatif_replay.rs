@@ -1,0 +1,146 @@
+//! The what-if replay: with no edit it gives back every recorded time of
+//! every shared trace; on a drawn timeline, removing a sync's drain moves
+//! the following work by exactly the drain.
+
+use gapscope_analyzers::evidence::DeviceEvidence;
+use gapscope_analyzers::whatif::{Edit, Replay};
+use gapscope_analyzers::window::window;
+use gapscope_collectors::kineto::{import_file, ImportOptions};
+use gapscope_collectors::trace::*;
+use std::path::{Path, PathBuf};
+
+fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if p.is_dir() {
+            trace_files(&p, out);
+        } else if name.ends_with(".json") || name.ends_with(".json.gz") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn replay_without_edit_reproduces_every_shared_trace_exactly() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    let mut files = Vec::new();
+    trace_files(&dir, &mut files);
+    files.sort();
+    let mut devices = 0;
+    for path in &files {
+        let Ok(t) = import_file(path, &ImportOptions::default()) else {
+            continue;
+        };
+        let w = window(&t);
+        for d in t.active_devices() {
+            let ev = DeviceEvidence::new(&t, d);
+            let r = Replay::new(&t, d, w.span, &ev);
+            let o = r.run(&Edit::default());
+            let g = &t.gpu;
+            for i in 0..g.len() {
+                if let Some(span) = o.gpu_span(i as u32) {
+                    assert_eq!(span, (g.start[i], g.end[i]), "{} gpu row {i}", path.display());
+                }
+            }
+            let rt = &t.runtime;
+            for i in 0..rt.len() {
+                if let Some(span) = o.call_span(i as u32) {
+                    assert_eq!(span, (rt.start[i], rt.end[i]), "{} call {i}", path.display());
+                }
+            }
+            assert_eq!(r.savings(&Edit::default()), 0);
+            devices += 1;
+        }
+    }
+    if files.is_empty() {
+        eprintln!("no shared traces: skipped");
+    } else {
+        assert!(devices >= 10, "only {devices} devices");
+    }
+}
+
+/// The drawing of the `whatif` module docs:
+///
+/// ```text
+/// ns          0    10   15  30 40      100  105  120 125 130       150     180
+/// stream 7    [k1 c=1.......................]            [k2 c=2..............]
+/// thread 1    [L1]  [cudaStreamSynchronize.......]  [L2 c=2]
+///                   ^10                      105^   120  125
+/// gap                                       [100......130]
+/// ```
+///
+/// The sync waits for k1 (ends 100) and returns 5 ns later (105). With its
+/// wait removed it lasts those 5 ns (10..15); the 15 ns of CPU work after it
+/// follow (L2 at 30); k2 is ready 10 ns after its launch (40) but waits for
+/// k1 on its stream: 100..150. Everything after the drain moves by the
+/// 30 ns gap, no more, no less.
+#[test]
+fn removing_a_sync_drain_moves_the_following_work_by_the_gap() {
+    let mut b = TraceBuilder::new();
+    b.set_origin(0);
+    let th = b.thread(1, 1);
+    let launch = b.intern("cudaLaunchKernel");
+    let sync = b.intern("cudaStreamSynchronize");
+    let k = b.intern("kernel");
+    let step = b.intern("ProfilerStep#1");
+    b.push_cpu_op(CpuOp::new(th, 0, 180, step, CpuOpKind::ProfilerStep));
+    b.push_runtime(RuntimeCall::new(th, 0, 5, launch, 1));
+    b.push_runtime(RuntimeCall::new(th, 10, 105, sync, 0));
+    b.push_runtime(RuntimeCall::new(th, 120, 125, launch, 2));
+    b.push_gpu(GpuActivity::kernel(0, 7, 0, 100, k, 1));
+    b.push_gpu(GpuActivity::kernel(0, 7, 130, 180, k, 2));
+    let t = b.finish();
+    let ev = DeviceEvidence::new(&t, 0);
+    assert_eq!(ev.blocking.len(), 1);
+    let r = Replay::new(&t, 0, (0, 180), &ev);
+    assert_eq!(r.baseline(), 180);
+    let edit = Edit {
+        no_wait: vec![1],
+        ..Edit::default()
+    };
+    let o = r.run(&edit);
+    assert_eq!(o.call_span(1), Some((10, 15)));
+    assert_eq!(o.call_span(2), Some((30, 35)));
+    assert_eq!(o.gpu_span(0), Some((0, 100)));
+    assert_eq!(o.gpu_span(1), Some((100, 150)));
+    assert_eq!(r.savings(&edit), 30);
+}
+
+/// Removing CPU time before a launch moves the launch and, when the kernel
+/// waited for it, the kernel; the stream still orders work.
+///
+/// ```text
+/// ns          0    10   20   30   40   50   60   70   80
+/// stream 7    [k1.......]                  [k2.......]
+/// thread 1    [L1]      [python.......][L2]
+///                       20           45 50
+/// edit: remove python 20..40 (20 ns): L2 starts at 30, and k2 (its stream
+///       free since 20) starts 5 ns after L2 did, its recorded delay: 35..55
+/// ```
+#[test]
+fn removing_cpu_time_moves_a_waiting_launch() {
+    let mut b = TraceBuilder::new();
+    b.set_origin(0);
+    let th = b.thread(1, 1);
+    let launch = b.intern("cudaLaunchKernel");
+    let k = b.intern("kernel");
+    b.push_runtime(RuntimeCall::new(th, 0, 5, launch, 1));
+    b.push_runtime(RuntimeCall::new(th, 50, 55, launch, 2));
+    b.push_gpu(GpuActivity::kernel(0, 7, 0, 20, k, 1));
+    b.push_gpu(GpuActivity::kernel(0, 7, 55, 75, k, 2));
+    let t = b.finish();
+    let ev = DeviceEvidence::new(&t, 0);
+    let r = Replay::new(&t, 0, (0, 75), &ev);
+    let edit = Edit {
+        remove_cpu: vec![(th, (20, 40))],
+        ..Edit::default()
+    };
+    let o = r.run(&edit);
+    assert_eq!(o.call_span(1), Some((30, 35)));
+    assert_eq!(o.gpu_span(1), Some((35, 55)));
+    assert_eq!(r.savings(&edit), 20);
+}
