@@ -1,0 +1,627 @@
+//! Every detector on hand-built timelines: one drawn trace that must
+//! trigger it and a near miss that must not. Times in the drawings are µs
+//! (the thresholds are µs-scale); the builder multiplies by 1000.
+
+use gapscope_analyzers::detectors::{detect, Finding};
+use gapscope_analyzers::window::window;
+use gapscope_collectors::trace::*;
+
+struct T {
+    b: TraceBuilder,
+    main: ThreadId,
+}
+
+const US: Ns = 1000;
+
+impl T {
+    fn new() -> Self {
+        let mut b = TraceBuilder::new();
+        b.set_origin(0);
+        let main = b.thread(1, 1);
+        T { b, main }
+    }
+
+    fn op(&mut self, s: Ns, e: Ns, name: &str) -> &mut Self {
+        let kind = match name {
+            n if n.starts_with("ProfilerStep#") => CpuOpKind::ProfilerStep,
+            n if n.contains(".py(") => CpuOpKind::PythonFunction,
+            n if n.starts_with("aten::") => CpuOpKind::Operator,
+            _ => CpuOpKind::UserAnnotation,
+        };
+        let (main, n) = (self.main, self.b.intern(name));
+        self.b.push_cpu_op(CpuOp::new(main, s * US, e * US, n, kind));
+        self
+    }
+
+    fn call(&mut self, s: Ns, e: Ns, name: &str, corr: u64) -> &mut Self {
+        let (main, n) = (self.main, self.b.intern(name));
+        self.b
+            .push_runtime(RuntimeCall::new(main, s * US, e * US, n, corr));
+        self
+    }
+
+    fn kernel(&mut self, stream: i64, s: Ns, e: Ns, corr: u64) -> &mut Self {
+        let n = self.b.intern("kernel");
+        self.b
+            .push_gpu(GpuActivity::kernel(0, stream, s * US, e * US, n, corr));
+        self
+    }
+
+    fn grid_kernel(&mut self, s: Ns, e: Ns, corr: u64, blocks: u32) -> &mut Self {
+        let n = self.b.intern("small_grid_kernel");
+        let mut k = GpuActivity::kernel(0, 7, s * US, e * US, n, corr);
+        k.grid = [blocks, 1, 1];
+        self.b.push_gpu(k);
+        self
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn copy(
+        &mut self,
+        s: Ns,
+        e: Ns,
+        corr: u64,
+        kind: CopyKind,
+        src: MemKind,
+        dst: MemKind,
+        bytes: u64,
+    ) -> &mut Self {
+        let n = self.b.intern("Memcpy");
+        let mut c = GpuActivity::new(GpuKind::Memcpy, 0, 7, s * US, e * US, n, corr);
+        (c.copy_kind, c.src_mem, c.dst_mem, c.bytes) = (kind, src, dst, bytes);
+        self.b.push_gpu(c);
+        self
+    }
+
+    fn wait_record(&mut self, stream: i64, s: Ns, e: Ns) -> &mut Self {
+        let n = self.b.intern("Stream Wait Event");
+        self.b
+            .push_gpu(GpuActivity::new(GpuKind::Sync, 0, stream, s * US, e * US, n, 0));
+        self
+    }
+
+    fn sms(&mut self, n: u32) -> &mut Self {
+        let name = self.b.intern("GPU");
+        self.b.device(Device {
+            id: 0,
+            name,
+            sm_count: n,
+            memory_bytes: 0,
+            compute_capability: (9, 0),
+        });
+        self
+    }
+
+    fn profiler_marker(&mut self, s: Ns, e: Ns) -> &mut Self {
+        let n = self.b.intern("CUPTI buffer flush");
+        self.b
+            .push_marker(Marker::new(MarkerKind::ProfilerOverhead, s * US, e * US, n));
+        self
+    }
+
+    /// Runs the detectors and checks the invariants every finding keeps.
+    fn findings(self) -> Vec<Finding> {
+        let t = self.b.finish();
+        let w = window(&t);
+        let f = detect(&t, &w);
+        let idle: Ns = gapscope_analyzers::idle::attribute(&t, 0, w.span).idle_ns;
+        let mut claimed = 0;
+        for x in &f {
+            assert!(
+                x.est_savings_ns >= 0 && x.est_savings_ns <= x.explained_ns,
+                "{x:?}"
+            );
+            assert!(x.idle_ns <= idle, "{x:?}");
+            if x.primary {
+                claimed += x.idle_ns;
+            }
+        }
+        assert!(claimed <= idle, "claimed {claimed} of {idle}");
+        for x in &f {
+            eprintln!(
+                "{} {} idle {} saves {}: {}",
+                x.detector, x.id, x.idle_ns, x.est_savings_ns, x.title
+            );
+        }
+        f
+    }
+}
+
+fn find<'a>(f: &'a [Finding], id: &str) -> Option<&'a Finding> {
+    f.iter().find(|x| x.id == id)
+}
+
+/// D2: the CPU computes inside `aten::nonzero` while the GPU waits.
+///
+/// ```text
+/// µs          0    10                        60 62 65            100
+/// stream 7    [k1..]                               [k2............]
+/// thread 1    [ProfilerStep#1.....................................]
+///             [L1]  [aten::nonzero (CPU)......][L2]
+/// idle             [cpu_op....................][launch]
+/// ```
+fn cpu_bound(cpu_us: Ns) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(10, 10 + cpu_us, "aten::nonzero");
+    let l = 10 + cpu_us;
+    t.call(l, l + 2, "cudaLaunchKernel", 2);
+    t.kernel(7, 0, 10, 1).kernel(7, l + 5, 100, 2);
+    t.findings()
+}
+
+#[test]
+fn d2_cpu_bound_operator() {
+    let f = cpu_bound(50);
+    let x = find(&f, "cpu_bound_operator").expect("D2");
+    assert_eq!(x.detector, "D2");
+    assert_eq!(x.operator.as_deref(), Some("aten::nonzero"));
+    assert_eq!(x.idle_ns, 50 * US);
+    // Removing the 50 µs of CPU work closes the 50 µs it kept the GPU idle.
+    assert_eq!(x.est_savings_ns, 50 * US);
+    assert!(x.hint.contains("aten::nonzero"));
+}
+
+#[test]
+fn d2_near_miss_below_the_noise_floor() {
+    assert!(find(&cpu_bound(3), "cpu_bound_operator").is_none());
+}
+
+/// D3: `n` kernels of 2 µs, each launched 5 µs before it starts, 8 µs
+/// apart: the GPU is busy a quarter of the stretch.
+///
+/// ```text
+/// µs        5  9 10 12    13 17 18 20
+/// thread    [L0]          [L1]
+/// stream 7       [k0]           [k1]      ... × n
+/// idle              [fw][launch..]
+/// ```
+fn small_kernels(n: i64) -> Vec<Finding> {
+    let mut t = T::new();
+    let end = 10 + 8 * n + 10;
+    t.op(0, end, "ProfilerStep#1").op(1, end - 1, "nn.Module: Block");
+    for i in 0..n {
+        let a = 10 + 8 * i;
+        t.call(a - 5, a - 1, "cudaLaunchKernel", 1 + i as u64);
+        t.kernel(7, a, a + 2, 1 + i as u64);
+    }
+    t.findings()
+}
+
+#[test]
+fn d3_small_kernel_launches() {
+    let f = small_kernels(40);
+    let x = find(&f, "small_kernel_launches").expect("D3");
+    assert_eq!((x.detector.as_str(), x.occurrences), ("D3", 40));
+    assert_eq!(x.annotation.as_deref(), Some("nn.Module: Block"));
+    // 39 gaps of 6 µs between the first and last kernel.
+    assert_eq!(x.idle_ns, 39 * 6 * US);
+    assert!(x.est_savings_ns > 0);
+    assert!(x.hint.contains("torch.compile"));
+}
+
+#[test]
+fn d3_near_miss_short_run() {
+    assert!(find(&small_kernels(20), "small_kernel_launches").is_none());
+}
+
+/// D4: `zero_grad` zeroes `n` gradients one `aten::zero_` (one 1 µs fill
+/// kernel) at a time, 5 µs apart.
+///
+/// ```text
+/// thread 1  [Optimizer.zero_grad#SGD.zero_grad.................................]
+///             [aten::zero_ [L]]  [aten::zero_ [L]]  ...  × n
+/// stream 7                 [f]                [f]
+/// ```
+fn zero_grad(n: i64) -> Vec<Finding> {
+    let mut t = T::new();
+    let end = 10 + 6 * n + 10;
+    t.op(0, end, "ProfilerStep#1")
+        .call(0, 1, "cudaLaunchKernel", 1000);
+    t.kernel(7, 1, 10, 1000);
+    t.op(10, end - 5, "Optimizer.zero_grad#SGD.zero_grad");
+    for i in 0..n {
+        let a = 10 + 6 * i;
+        t.op(a, a + 4, "aten::zero_")
+            .call(a + 1, a + 3, "cudaLaunchKernel", 1 + i as u64);
+        t.kernel(7, a + 4, a + 5, 1 + i as u64);
+    }
+    t.findings()
+}
+
+#[test]
+fn d4_per_parameter_zero_grad() {
+    let f = zero_grad(20);
+    let x = find(&f, "per_parameter_loop").expect("D4");
+    assert_eq!(x.detector, "D4");
+    assert_eq!(x.annotation.as_deref(), Some("Optimizer.zero_grad#SGD.zero_grad"));
+    assert_eq!(x.operator.as_deref(), Some("aten::zero_"));
+    assert!(x.hint.contains("set_to_none=True"));
+    // set_to_none removes the 20 fill kernels too.
+    assert_eq!(x.explained_ns, x.idle_ns + 20 * US);
+    assert!(x.est_savings_ns > x.idle_ns / 2);
+}
+
+#[test]
+fn d4_near_miss_few_parameters() {
+    assert!(find(&zero_grad(10), "per_parameter_loop").is_none());
+}
+
+/// D5: `.item()` copies 8 bytes to the host and synchronizes; the GPU
+/// drains at 51 and waits until the host launches k2.
+///
+/// ```text
+/// µs          0            50 51      R  62 64 66        80
+/// stream 7    [k1.............][DtoH]           [k2.......]
+/// thread 1    [L1]  [aten::item.........]
+///                     [MemcpyAsync][cudaStreamSynchronize..R]
+///                                         [L2]
+/// ```
+fn item_read(ret_us: Ns) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(10, ret_us, "aten::item")
+        .op(10, ret_us, "aten::_local_scalar_dense");
+    t.call(11, 13, "cudaMemcpyAsync", 2)
+        .call(14, ret_us, "cudaStreamSynchronize", 0);
+    t.call(62, 64, "cudaLaunchKernel", 3);
+    t.kernel(7, 0, 50, 1)
+        .copy(50, 51, 2, CopyKind::DtoH, MemKind::Device, MemKind::Pinned, 8)
+        .kernel(7, 66, 80, 3);
+    t.findings()
+}
+
+#[test]
+fn d5_blocking_item() {
+    let f = item_read(60);
+    let x = find(&f, "blocking_device_to_host_read").expect("D5");
+    assert_eq!(x.operator.as_deref(), Some("aten::item"));
+    assert_eq!((x.idle_ns, x.occurrences), (9 * US, 1));
+    assert!(x.hint.contains(".item()"));
+}
+
+#[test]
+fn d5_near_miss_short_drain() {
+    assert!(find(&item_read(53), "blocking_device_to_host_read").is_none());
+}
+
+/// D6: `torch.cuda.synchronize()` waits for k1, then the host launches k2.
+///
+/// ```text
+/// µs          0             50   R    70 72 75      90
+/// stream 7    [k1.............]             [k2......]
+/// thread 1    [L1] [cudaDeviceSynchronize..R] [L2]
+/// idle                          [sync][fw..][launch]
+/// ```
+fn device_sync(ret_us: Ns) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(5, ret_us, "train.py(7): step")
+        .call(5, ret_us, "cudaDeviceSynchronize", 0);
+    t.call(70, 72, "cudaLaunchKernel", 2);
+    t.kernel(7, 0, 50, 1).kernel(7, 75, 90, 2);
+    t.findings()
+}
+
+#[test]
+fn d6_explicit_sync() {
+    let f = device_sync(60);
+    let x = find(&f, "explicit_sync").expect("D6");
+    assert_eq!(x.idle_ns, 10 * US);
+    assert_eq!(x.source.as_deref(), Some("train.py(7): step"));
+    // Not waiting, the host reaches L2 10 µs earlier: the whole drain.
+    assert_eq!(x.est_savings_ns, 10 * US);
+    assert!(x.hint.contains("wait_event"));
+}
+
+#[test]
+fn d6_near_miss_short_drain() {
+    assert!(find(&device_sync(53), "explicit_sync").is_none());
+}
+
+/// D7 and D9: `torch.tensor(x, device="cuda")`-style copy of `bytes` from
+/// pageable memory, then a stream sync; the GPU drains meanwhile.
+///
+/// ```text
+/// µs          0          30 31        S   62 64 66      80
+/// stream 7    [k1..........][HtoD]            [k2.......]
+/// thread 1    [L1] [aten::to.................]
+///                   [MemcpyAsync][StreamSync.S]
+///                                     [L2]
+/// ```
+fn host_copy(bytes: u64, sync: bool) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(10, 60, "aten::to").call(11, 13, "cudaMemcpyAsync", 2);
+    if sync {
+        t.call(14, 60, "cudaStreamSynchronize", 0);
+    }
+    t.call(62, 64, "cudaLaunchKernel", 3);
+    t.kernel(7, 0, 30, 1)
+        .copy(
+            30,
+            31,
+            2,
+            CopyKind::HtoD,
+            MemKind::Pageable,
+            MemKind::Device,
+            bytes,
+        )
+        .kernel(7, 66, 80, 3);
+    t.findings()
+}
+
+#[test]
+fn d7_scalar_host_to_device_copy() {
+    let f = host_copy(8, true);
+    let x = find(&f, "scalar_host_to_device_copy").expect("D7");
+    assert_eq!((x.detector.as_str(), x.idle_ns), ("D7", 29 * US));
+    assert!(x.hint.contains("math.sqrt"));
+    assert!(find(&f, "synchronous_copy").is_none());
+}
+
+#[test]
+fn d7_near_miss_a_real_tensor_is_d9() {
+    let f = host_copy(4096, true);
+    assert!(find(&f, "scalar_host_to_device_copy").is_none());
+    let x = find(&f, "synchronous_copy").expect("D9");
+    assert_eq!((x.detector.as_str(), x.idle_ns), ("D9", 29 * US));
+    assert!(x.hint.contains("non_blocking=True"));
+}
+
+#[test]
+fn d9_near_miss_without_sync() {
+    let f = host_copy(4096, false);
+    assert!(find(&f, "synchronous_copy").is_none());
+}
+
+/// D8: a 4 MB copy from (`src`) host memory is staged inside its call while
+/// the GPU waits.
+///
+/// ```text
+/// µs          0     10                 40    45   50
+/// stream 7    [k1....]                 [HtoD.][k2..]
+/// thread 1    [L1]   [cudaMemcpyAsync.....][L2]
+/// ```
+fn big_copy(src: MemKind) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, 60, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(10, 42, "aten::copy_").call(10, 40, "cudaMemcpyAsync", 2);
+    t.call(41, 42, "cudaLaunchKernel", 3);
+    t.kernel(7, 0, 10, 1)
+        .copy(40, 45, 2, CopyKind::HtoD, src, MemKind::Device, 4 << 20)
+        .kernel(7, 45, 50, 3);
+    t.findings()
+}
+
+#[test]
+fn d8_pageable_copies() {
+    let f = big_copy(MemKind::Pageable);
+    let x = find(&f, "pageable_copies").expect("D8");
+    assert_eq!(
+        (x.detector.as_str(), x.occurrences, x.idle_ns),
+        ("D8", 1, 30 * US)
+    );
+    assert!(x.hint.contains("pin_memory=True"));
+}
+
+#[test]
+fn d8_near_miss_pinned() {
+    assert!(find(&big_copy(MemKind::Pinned), "pageable_copies").is_none());
+}
+
+/// D10: a 2 MB buffer goes to the CPU and back `trips` times in one step,
+/// 20 µs per copy, with a kernel between; the hook waits for each DtoH
+/// (`.to("cpu")` is blocking).
+///
+/// ```text
+/// µs        0 1     21   31     51 52       70 71 ...
+/// stream 7    [HtoD..][k..][DtoH..]           [HtoD..][k..][DtoH..]
+/// thread 1  [L][L][L][StreamSync...]          [L][L][L][StreamSync...]
+/// ```
+fn ping_pong(trips: i64) -> Vec<Finding> {
+    let mut t = T::new();
+    let end = 70 * trips + 10;
+    t.op(0, end, "ProfilerStep#1").op(0, end, "offload_hook");
+    for i in 0..trips {
+        let a = 70 * i;
+        let c = 10 * i as u64;
+        t.call(a, a + 1, "cudaMemcpyAsync", c + 1)
+            .call(a + 2, a + 3, "cudaLaunchKernel", c + 2)
+            .call(a + 4, a + 5, "cudaMemcpyAsync", c + 3)
+            .call(a + 6, a + 52, "cudaStreamSynchronize", 0);
+        t.copy(
+            a + 1,
+            a + 21,
+            c + 1,
+            CopyKind::HtoD,
+            MemKind::Pinned,
+            MemKind::Device,
+            2 << 20,
+        )
+        .kernel(7, a + 21, a + 31, c + 2)
+        .copy(
+            a + 31,
+            a + 51,
+            c + 3,
+            CopyKind::DtoH,
+            MemKind::Device,
+            MemKind::Pinned,
+            2 << 20,
+        );
+    }
+    t.findings()
+}
+
+#[test]
+fn d10_offload_ping_pong() {
+    let f = ping_pong(2);
+    let x = find(&f, "offload_ping_pong").expect("D10");
+    assert_eq!((x.detector.as_str(), x.occurrences), ("D10", 2));
+    // The copies' busy time is what keeping the buffer resident removes.
+    assert_eq!(x.explained_ns - x.idle_ns, 4 * 20 * US);
+    assert!(x.est_savings_ns > 0);
+    assert_eq!(x.annotation.as_deref(), Some("offload_hook"));
+}
+
+#[test]
+fn d10_near_miss_one_round_trip() {
+    assert!(find(&ping_pong(1), "offload_ping_pong").is_none());
+}
+
+/// D11: the training thread loads the batch while the GPU waits.
+///
+/// ```text
+/// µs          0    10              10+d   +5      100
+/// stream 7    [k1..]                         [k2....]
+/// thread 1    [L1]  [DataLoader#__next__.][L2]
+/// ```
+fn dataloader(d: Ns) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(
+        10,
+        10 + d,
+        "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+    );
+    t.call(10 + d, 12 + d, "cudaLaunchKernel", 2);
+    t.kernel(7, 0, 10, 1).kernel(7, 15 + d, 100, 2);
+    t.findings()
+}
+
+#[test]
+fn d11_dataloader_stall() {
+    let f = dataloader(50);
+    let x = &f[0];
+    assert_eq!((x.detector.as_str(), x.id.as_str()), ("D11", "dataloader_stall"));
+    assert_eq!(x.idle_ns, 50 * US);
+    assert_eq!(x.est_savings_ns, 50 * US);
+    assert!(x.hint.contains("num_workers"));
+}
+
+#[test]
+fn d11_near_miss_under_five_percent() {
+    assert!(find(&dataloader(3), "dataloader_stall").is_none());
+}
+
+/// D12: kernels with `blocks` blocks on an 80-SM GPU.
+fn grids(blocks: u32) -> Vec<Finding> {
+    let mut t = T::new();
+    t.sms(80).op(0, 50, "ProfilerStep#1");
+    t.call(0, 1, "cudaLaunchKernel", 1)
+        .call(2, 3, "cudaLaunchKernel", 2);
+    t.grid_kernel(5, 20, 1, blocks).grid_kernel(20, 45, 2, blocks);
+    t.findings()
+}
+
+#[test]
+fn d12_underfilled_kernels() {
+    let f = grids(8);
+    let x = find(&f, "underfilled_kernels").expect("D12");
+    assert!(!x.primary);
+    assert_eq!((x.occurrences, x.idle_ns, x.est_savings_ns), (2, 0, 0));
+    assert!(x.hint.contains("80 SMs"));
+}
+
+#[test]
+fn d12_near_miss_full_grid() {
+    assert!(find(&grids(160), "underfilled_kernels").is_none());
+}
+
+/// D13: stream 9 waits on an event until the producer on stream 7 ends.
+///
+/// ```text
+/// µs          0    10 12 13                 P    P+10
+/// stream 7    [producer.....................]
+/// stream 9    [k1..]  [wait]                [consumer]
+/// ```
+fn stream_wait(p: Ns) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, p + 20, "ProfilerStep#1");
+    t.call(0, 1, "cudaLaunchKernel", 1)
+        .call(1, 2, "cudaLaunchKernel", 2)
+        .call(3, 4, "cudaLaunchKernel", 3);
+    t.kernel(7, 0, p, 1)
+        .kernel(9, 0, 10, 2)
+        .wait_record(9, 12, 13)
+        .kernel(9, p, p + 10, 3);
+    t.findings()
+}
+
+#[test]
+fn d13_cross_stream_wait() {
+    let f = stream_wait(100);
+    let x = find(&f, "cross_stream_wait").expect("D13");
+    assert!(!x.primary);
+    // Stream 9 waits from the wait record (12) until the producer ends
+    // (100); stream 7 is busy all along, so the device is never idle.
+    assert_eq!((x.occurrences, x.explained_ns, x.idle_ns), (1, 88 * US, 0));
+}
+
+#[test]
+fn d13_near_miss_short_wait() {
+    assert!(find(&stream_wait(15), "cross_stream_wait").is_none());
+}
+
+/// D14: `cudaMalloc` runs inside `aten::empty` while the GPU waits.
+///
+/// ```text
+/// µs          0    10               10+m  +2  +5     80
+/// stream 7    [k1..]                           [k2....]
+/// thread 1    [L1]  [aten::empty............]
+///                   [cudaMalloc......]  [L2]
+/// ```
+fn malloc(m: Ns) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, 80, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(10, 12 + m, "aten::empty").call(10, 10 + m, "cudaMalloc", 0);
+    t.call(10 + m, 12 + m, "cudaLaunchKernel", 2);
+    t.kernel(7, 0, 10, 1).kernel(7, 15 + m, 80, 2);
+    t.findings()
+}
+
+#[test]
+fn d14_allocator_in_step() {
+    let f = malloc(30);
+    let x = find(&f, "allocator_calls_in_step").expect("D14");
+    assert_eq!(
+        (x.detector.as_str(), x.idle_ns, x.occurrences),
+        ("D14", 30 * US, 1)
+    );
+    assert_eq!(x.operator.as_deref(), Some("aten::empty"));
+    assert_eq!(x.est_savings_ns, 30 * US);
+}
+
+#[test]
+fn d14_near_miss_quick_malloc() {
+    assert!(find(&malloc(3), "allocator_calls_in_step").is_none());
+}
+
+/// D16: a CUPTI flush marker covers part of a gap.
+///
+/// ```text
+/// µs          0    10   20        40   50     60
+/// stream 7    [k1..]                   [k2....]
+/// marker           (or inside k1)
+/// thread 1    [L1]                 [L2]
+/// ```
+fn profiler(marker: (Ns, Ns)) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, 60, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.call(40, 42, "cudaLaunchKernel", 2)
+        .profiler_marker(marker.0, marker.1);
+    t.kernel(7, 0, 10, 1).kernel(7, 50, 60, 2);
+    t.findings()
+}
+
+#[test]
+fn d16_profiler_overhead() {
+    let f = profiler((20, 40));
+    let x = find(&f, "profiler_overhead").expect("D16");
+    assert_eq!((x.idle_ns, x.est_savings_ns), (20 * US, 0));
+}
+
+#[test]
+fn d16_near_miss_marker_while_busy() {
+    assert!(find(&profiler((2, 8)), "profiler_overhead").is_none());
+}
