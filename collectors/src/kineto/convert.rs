@@ -63,6 +63,8 @@ pub struct Converter<'a> {
     thread_names: Vec<(ThreadKey, Cow<'a, str>)>,
     /// Threads that hold CPU rows, and their builder ids.
     threads: HashMap<ThreadKey, ThreadId>,
+    /// The thread of the last CPU row, and its key.
+    last_thread: Option<(ThreadKey, ThreadId)>,
 }
 
 impl<'a> Converter<'a> {
@@ -74,6 +76,7 @@ impl<'a> Converter<'a> {
             halves: Vec::new(),
             thread_names: Vec::new(),
             threads: HashMap::new(),
+            last_thread: None,
         }
     }
 
@@ -241,7 +244,14 @@ impl<'a> Converter<'a> {
     /// (`"PyTorch Profiler"`) names the thread it becomes.
     fn cpu_thread(&mut self, pid: &IdOrStr<'a>, tid: &IdOrStr<'a>) -> ThreadId {
         let k = (key(pid), key(tid));
+        // Events come in runs from one thread: skip the hash most times.
+        if let Some((last, t)) = self.last_thread {
+            if last == k {
+                return t;
+            }
+        }
         if let Some(&t) = self.threads.get(&k) {
+            self.last_thread = Some((k, t));
             return t;
         }
         let t = self.builder.thread(k.0, k.1);
@@ -251,6 +261,7 @@ impl<'a> Converter<'a> {
             }
         }
         self.threads.insert(k, t);
+        self.last_thread = Some((k, t));
         t
     }
 
@@ -259,6 +270,7 @@ impl<'a> Converter<'a> {
         // Our own defects first (numbered from 0), so examples stay in file order.
         std::mem::take(&mut self.defects).merge_into(&mut self.builder.diagnostics, 0);
         self.builder.append(other.builder);
+        self.last_thread = None;
         other.defects.merge_into(&mut self.builder.diagnostics, base);
         for k in other.threads.into_keys() {
             let t = self.builder.thread(k.0, k.1);

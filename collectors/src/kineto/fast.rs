@@ -89,7 +89,11 @@ impl<'a> Reader<'a> {
 
     /// A string to keep: validated as UTF-8 (serde's borrowed strings are).
     fn string(&mut self) -> Option<&'a str> {
-        std::str::from_utf8(self.string_bytes()?).ok()
+        let s = self.string_bytes()?;
+        if s.iter().fold(0u8, |hi, &c| hi | c) < 0x80 {
+            return Some(ascii(s));
+        }
+        std::str::from_utf8(s).ok()
     }
 
     /// A string value's text with its quotes (what `RawValue` keeps).
@@ -136,19 +140,22 @@ impl<'a> Reader<'a> {
             p = q;
         }
         self.p = p;
-        // ASCII by construction.
-        Some((std::str::from_utf8(&b[start..p]).ok()?, int))
+        Some((ascii(&b[start..p]), int))
     }
 
     /// An integer that surely fits an `i64` (at most 18 digits); other
     /// numbers give up.
     fn int(&mut self) -> Option<i64> {
         let (text, int) = self.number()?;
-        let digits = text.len() - usize::from(text.starts_with('-'));
-        if !int || digits > 18 {
+        let (neg, digits) = match text.strip_prefix('-') {
+            Some(d) => (true, d),
+            None => (false, text),
+        };
+        if !int || digits.len() > 18 {
             return None;
         }
-        text.parse().ok()
+        let n = digits.bytes().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+        Some(if neg { -n } else { n })
     }
 
     fn literal(&mut self) -> Option<()> {
@@ -427,6 +434,14 @@ impl<'a> Reader<'a> {
         })?;
         Some(ev)
     }
+}
+
+/// Text known to be ASCII (checked by the caller, or matched by the number
+/// grammar) as a `str`, without validating it again.
+fn ascii(s: &[u8]) -> &str {
+    debug_assert!(s.is_ascii());
+    // SAFETY: every caller passes bytes below 0x80, which are valid UTF-8.
+    unsafe { std::str::from_utf8_unchecked(s) }
 }
 
 fn digits(b: &[u8], mut p: usize) -> usize {
