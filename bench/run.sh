@@ -15,18 +15,21 @@
 #
 # Environment: BENCH_TRACE (the big file; default /tmp/gapscope-bench-525mb.json,
 # kept outside the repo), BENCH_SOURCE (the real trace it replicates),
-# CARGO_TARGET_DIR (default ~/.cache/gapscope-target), HTA_PYTHON.
+# BENCH_TARGET_DIR (default ~/.cache/gapscope-bench-target), HTA_PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
 FILE=${BENCH_TRACE:-/tmp/gapscope-bench-525mb.json}
 SOURCE=${BENCH_SOURCE:-../shared/traces/hta/trace_diff/control/control.json.gz}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/gapscope-target}
+# A target dir of its own: cargo gives a workspace's crates the same hash
+# wherever the checkout lives, so in a target dir shared by several checkouts
+# release/gapscope is whichever checkout built last, and an older checkout's
+# build can even count as up to date.
+export CARGO_TARGET_DIR=${BENCH_TARGET_DIR:-$HOME/.cache/gapscope-bench-target}
 
 cargo build --release --quiet --bin gapscope
 cargo build --release --quiet -p gapscope-collectors --examples
-# Private copies: the target dir may be shared, and another build could
-# replace the binaries halfway through the runs.
+# Private copies, so a build during the runs cannot swap the binaries.
 BIN=$(mktemp -d)
 trap 'rm -rf "$BIN"' EXIT
 cp "$CARGO_TARGET_DIR"/release/gapscope "$CARGO_TARGET_DIR"/release/examples/{import_only,parse_floor} "$BIN"/
