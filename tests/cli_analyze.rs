@@ -246,3 +246,64 @@ fn closed_stdout_exits_quietly() {
     assert!(stderr.is_empty(), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
 }
+
+/// The detectors' findings: ranked by estimated savings, each with the
+/// fields the JSON schema promises, savings within what it explains; the
+/// demo's planted DataLoader stall comes first with a hint naming
+/// `num_workers`; bounds per device.
+#[test]
+fn demo_json_ranks_findings_and_gives_bounds() {
+    let j = gapscope(["analyze", "--demo", "--format", "json"])
+        .expect_code(0)
+        .json();
+    let findings = j["findings"].as_array().expect("findings array");
+    assert!(!findings.is_empty());
+    let mut last = i64::MAX;
+    for f in findings {
+        for k in [
+            "id",
+            "detector",
+            "title",
+            "device",
+            "occurrences",
+            "idle_ns",
+            "explained_ns",
+            "est_savings_ns",
+            "operator",
+            "annotation",
+            "source",
+            "evidence",
+            "hint",
+        ] {
+            assert!(f.get(k).is_some(), "finding without `{k}`: {f}");
+        }
+        let saves = f["est_savings_ns"].as_i64().expect("integer savings");
+        assert!(saves >= 0 && saves <= f["explained_ns"].as_i64().unwrap(), "{f}");
+        assert!(saves <= last, "findings not ranked");
+        last = saves;
+    }
+    assert_eq!(findings[0]["id"], "dataloader_stall");
+    assert_eq!(findings[0]["detector"], "D11");
+    assert!(findings[0]["hint"].as_str().unwrap().contains("num_workers"));
+    let idle = j["devices"][0]["breakdown"]["idle_ns"].as_i64().unwrap();
+    let claimed: i64 = findings
+        .iter()
+        .filter(|f| f["primary"] == true)
+        .map(|f| f["idle_ns"].as_i64().unwrap())
+        .sum();
+    assert!(claimed <= idle, "findings claim {claimed} ns of {idle} ns idle");
+    let b = &j["devices"][0]["bounds"];
+    assert_eq!(b["window_ns"], j["window"]["duration_ns"]);
+    let busy = b["busy_ns"].as_i64().unwrap();
+    assert_eq!(busy + idle, b["window_ns"].as_i64().unwrap());
+    assert!(b["kernel_sum_ns"].as_i64().unwrap() > 0);
+    assert!(b["max_speedup"].as_f64().unwrap() > 1.0);
+}
+
+#[test]
+fn demo_text_lists_findings_with_hints() {
+    let out = gapscope(["analyze", "--demo"]).expect_code(0).stdout;
+    for needle in ["What to fix", "[D11]", "num_workers", "saves ~", "Bounds: busy"] {
+        assert!(out.contains(needle), "`{needle}` not in:\n{out}");
+    }
+}

@@ -5,8 +5,10 @@
 //! `Option`/`Vec` with `#[serde(default, skip_serializing_if = ...)]`, so
 //! older files still read and the version only moves on breaking changes.
 
+use crate::bounds::{bounds, Bounds};
 use crate::breakdown::{timelines, Breakdown};
 use crate::causes::CauseTotals;
+use crate::detectors::{detect_device, rank, Finding};
 use crate::idle::{by_cause_in, summarize, TopGap, TopIdleOperator};
 use crate::launch_stats::{launch_stats, LaunchOptions, LaunchStats};
 use crate::segments::{IdleAnalyzer, IdleSegment};
@@ -42,6 +44,11 @@ pub struct Analysis {
     pub devices: Vec<DeviceReport>,
     /// The selected steps, each with its per-device breakdown.
     pub steps: Vec<StepReport>,
+    /// What to fix, every device's findings ranked by estimated savings
+    /// ([`detectors`](crate::detectors)). Evidence rows index the analysed
+    /// (step-selected) trace; times are ns since the trace origin.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
     /// Counts of rows and of oddities.
     pub diagnostics: AnalysisDiagnostics,
 }
@@ -102,6 +109,10 @@ pub struct DeviceReport {
     pub top_gaps: Vec<TopGap>,
     /// The operators behind the most idle time, per cause, most first.
     pub top_idle_operators: Vec<TopIdleOperator>,
+    /// Lower bounds over the window: busy time, kernel sum, and the largest
+    /// speedup removing idle time could give.
+    #[serde(default)]
+    pub bounds: Bounds,
 }
 
 /// One selected step.
@@ -170,7 +181,8 @@ impl RowCounts {
 
 /// Analyses `trace`: selects the window, then computes the per-device and
 /// per-step breakdowns, the idle time's causes and culprits, the
-/// HTA-compatible temporal block and the launch statistics.
+/// HTA-compatible temporal block, the launch statistics, the bounds and the
+/// detectors' findings.
 pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
     let selected = window::select(trace, &opts.window);
     let win = window::window(&selected);
@@ -201,9 +213,16 @@ pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
                 idle_by_cause_ns: attribution.idle_by_cause_ns,
                 top_gaps: attribution.top_gaps,
                 top_idle_operators: attribution.top_idle_operators,
+                bounds: bounds(&selected, tl.device, win.span),
             }
         })
         .collect();
+    let mut findings: Vec<Finding> = timelines
+        .iter()
+        .zip(&segments)
+        .flat_map(|(tl, segs)| detect_device(&selected, idle.context(), tl.device, &win, segs))
+        .collect();
+    rank(&mut findings);
     let steps = win
         .steps
         .iter()
@@ -228,6 +247,7 @@ pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
         window: window_info(trace, &selected, &win, &opts.window),
         devices,
         steps,
+        findings,
         diagnostics: diagnostics(trace, &selected),
     }
 }

@@ -182,10 +182,9 @@ impl Replay {
                     && rt.end[r] > ws
             })
             .collect();
-        let mut call_node: HashMap<u32, u32> = HashMap::with_capacity(call_rows.len());
-        for (i, &r) in call_rows.iter().enumerate() {
-            call_node.insert(r, i as u32);
-        }
+        // `call_rows` is sorted (the runtime table is): a binary search
+        // finds a row's node without a map over millions of calls.
+        let node_of = |row: u32| call_rows.binary_search(&row).ok().map(|i| i as u32);
         let nc = call_rows.len();
         let cs: Vec<Ns> = call_rows.iter().map(|&r| rt.start[r as usize]).collect();
         let ce: Vec<Ns> = call_rows.iter().map(|&r| rt.end[r as usize]).collect();
@@ -221,7 +220,7 @@ impl Replay {
         let mut last_on_stream = vec![NONE; stream_ix.len()];
         for (i, &r) in gpu_row.iter().enumerate() {
             let call = trace.links.gpu_launch[r as usize];
-            if let Some(&c) = (call != NONE).then(|| call_node.get(&call)).flatten() {
+            if let Some(c) = (call != NONE).then(|| node_of(call)).flatten() {
                 g_launch[i] = c;
                 launched[c as usize].push(i as u32);
             }
@@ -256,7 +255,7 @@ impl Replay {
             .map(|i| (g.correlation[i], g.stream[i]))
             .collect();
         for b in &ev.blocking {
-            let Some(&c) = call_node.get(&b.call) else {
+            let Some(c) = node_of(b.call) else {
                 continue;
             };
             let name = trace.strings.get(rt.name[b.call as usize]);
@@ -270,16 +269,35 @@ impl Replay {
         // At one instant: calls end, then calls start, then GPU rows start
         // (a launch precedes what it launched); a call of zero length ends
         // after everything else at its instant, never before it started.
-        let mut events: Vec<(Ns, u8, Ev)> = Vec::with_capacity(2 * nc + gpu_row.len());
-        for i in 0..nc {
-            events.push((cs[i], 1, Ev::CallStart(i as u32)));
-            let rank = if ce[i] > cs[i] { 0 } else { 3 };
-            events.push((ce[i], rank, Ev::CallEnd(i as u32)));
+        // Starts and GPU rows are already in time order, so the events are a
+        // merge of three sorted lists, not a sort of all of them.
+        let end_rank = |i: usize| if ce[i] > cs[i] { 0u8 } else { 3 };
+        let mut ends: Vec<u32> = (0..nc as u32).collect();
+        // Stable and adaptive: call ends are nearly in order already.
+        ends.sort_by_key(|&i| (ce[i as usize], end_rank(i as usize)));
+        let mut events: Vec<Ev> = Vec::with_capacity(2 * nc + gpu_row.len());
+        let (mut a, mut b, mut c) = (0usize, 0usize, 0usize);
+        loop {
+            let ka = ends.get(a).map(|&i| (ce[i as usize], end_rank(i as usize)));
+            let kb = (b < nc).then(|| (cs[b], 1u8));
+            let kc = (c < gs.len()).then(|| (gs[c], 2u8));
+            let best = [ka, kb, kc].into_iter().flatten().min();
+            match best {
+                None => break,
+                Some(k) if Some(k) == ka => {
+                    events.push(Ev::CallEnd(ends[a]));
+                    a += 1;
+                }
+                Some(k) if Some(k) == kb => {
+                    events.push(Ev::CallStart(b as u32));
+                    b += 1;
+                }
+                Some(_) => {
+                    events.push(Ev::Gpu(c as u32));
+                    c += 1;
+                }
+            }
         }
-        for (i, &s) in gs.iter().enumerate() {
-            events.push((s, 2, Ev::Gpu(i as u32)));
-        }
-        events.sort_unstable();
         let mut replay = Replay {
             window,
             call_row: call_rows,
@@ -300,7 +318,7 @@ impl Replay {
             g_prev,
             g_stream_lag,
             n_streams: stream_ix.len(),
-            events: events.into_iter().map(|(_, _, e)| e).collect(),
+            events,
             thread_last,
             baseline: 0,
         };
@@ -512,6 +530,9 @@ impl Prepared {
             .map(|(t, spans)| (t, Cumulative::new(union(spans))))
             .collect();
         for c in 0..r.cs.len() {
+            if edit.remove_cpu.is_empty() {
+                break;
+            }
             let prev = r.prev_on_thread[c];
             let from = match prev {
                 NONE => r.window.0,
@@ -533,9 +554,8 @@ impl Prepared {
                     .insert(t, all.within(r.ce[last as usize], r.window.1));
             }
         }
-        let calls: HashMap<u32, usize> = r.call_row.iter().enumerate().map(|(i, &c)| (c, i)).collect();
         for c in &edit.no_wait {
-            if let Some(&i) = calls.get(c) {
+            if let Ok(i) = r.call_row.binary_search(c) {
                 p.no_wait[i] = true;
             }
         }

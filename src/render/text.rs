@@ -1,7 +1,8 @@
 //! Text output: per trace, the window, then per device where the time went,
 //! the HTA-compatible temporal block, a per-step table and launch
-//! statistics. Sections are small functions so later ones (why idle,
-//! findings) slot in beside them.
+//! statistics, why the GPU was idle, and what to fix (the detectors'
+//! findings with their hints and savings, and the bounds). Sections are
+//! small functions.
 
 use super::table::Table;
 use super::{human, ms, pct};
@@ -9,6 +10,7 @@ use crate::analyze::Analysed;
 use gapscope_analyzers::analysis::{Analysis, DeviceReport};
 use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::Cause;
+use gapscope_analyzers::detectors::Finding;
 use gapscope_analyzers::idle::{TopGap, TopIdleOperator};
 use std::io::{self, Write};
 
@@ -18,6 +20,10 @@ const MAX_STEP_ROWS: usize = 20;
 const MAX_GAP_ROWS: usize = 5;
 /// Culprits listed per device.
 const MAX_CULPRIT_ROWS: usize = 8;
+/// Findings listed per device (all of them: `--format json`).
+const MAX_FINDINGS: usize = 8;
+/// Column at which hints wrap.
+const HINT_WIDTH: usize = 96;
 
 /// Writes every analysed trace, one section each.
 pub fn write(out: &mut dyn Write, results: &[Analysed]) -> io::Result<()> {
@@ -86,6 +92,7 @@ fn device_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::Re
     breakdown_table(out, &d.breakdown)?;
     writeln!(out)?;
     why_idle(out, d)?;
+    findings_section(out, a, d)?;
     temporal_line(out, d)?;
     writeln!(out)?;
     steps_table(out, a, d.device)?;
@@ -232,6 +239,79 @@ fn cause_label(c: Cause) -> &'static str {
         Cause::LaunchOverhead => "kernel launch",
         Cause::Untraced => "untraced",
     }
+}
+
+/// The detectors' findings for this device, ranked by estimated savings,
+/// each with its hint; then the bounds.
+fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::Result<()> {
+    let mine: Vec<&Finding> = a.findings.iter().filter(|f| f.device == d.device).collect();
+    if !mine.is_empty() {
+        writeln!(out, "  What to fix (ranked by estimated savings)")?;
+        for (i, f) in mine.iter().take(MAX_FINDINGS).enumerate() {
+            writeln!(out, "  {:>2}. [{}] {}", i + 1, f.detector, f.title)?;
+            // A primary finding's 0 can be a replay result (another wait
+            // follows, so this fix alone moves nothing); context findings
+            // are not idle time at all.
+            let saves = if f.primary {
+                format!("saves ~{} ms", ms(f.est_savings_ns))
+            } else {
+                "context, not idle time:".to_string()
+            };
+            let at = place(
+                f.operator.as_deref(),
+                f.annotation.as_deref(),
+                f.source.as_deref(),
+            );
+            writeln!(
+                out,
+                "      {saves} of {} ms explained; {} occurrences; where: {at}",
+                ms(f.explained_ns),
+                f.occurrences
+            )?;
+            for line in wrap(&f.hint, HINT_WIDTH) {
+                writeln!(out, "      {line}")?;
+            }
+        }
+        if mine.len() > MAX_FINDINGS {
+            writeln!(
+                out,
+                "  ... and {} more findings (all of them: --format json)",
+                mine.len() - MAX_FINDINGS
+            )?;
+        }
+        writeln!(out)?;
+    }
+    let b = &d.bounds;
+    if b.busy_ns > 0 {
+        writeln!(
+            out,
+            "  Bounds: busy {} ms of the {} ms window (kernels alone {} ms): removing all idle time makes it at most {:.2}x faster",
+            ms(b.busy_ns),
+            ms(b.window_ns),
+            ms(b.kernel_sum_ns),
+            b.max_speedup
+        )?;
+    }
+    Ok(())
+}
+
+/// Greedy word wrap at `width` columns.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 fn temporal_line(out: &mut dyn Write, d: &DeviceReport) -> io::Result<()> {

@@ -163,7 +163,12 @@ pub fn detect_device(
     drafts.extend(cpu_bound::detect(&cx, &mut claims));
     drafts.extend(underfilled::detect(&cx));
     drafts.extend(stream_wait::detect(&cx));
-    drafts.into_iter().map(|d| cx.finish(d)).collect()
+    let savings = cx.all_savings(&drafts);
+    drafts
+        .into_iter()
+        .zip(savings)
+        .map(|(d, s)| cx.finish(d, s))
+        .collect()
 }
 
 /// Sorts findings by estimated savings, then explained time, then id.
@@ -393,6 +398,9 @@ impl<'a> Cx<'a> {
             launcher[t.0 as usize] = true;
         }
         let (ws, we) = self.window;
+        // Names decide most calls: a launch is of interest only when slow.
+        // Classify each distinct name once (millions of calls, few names).
+        let mut plain: Vec<Option<bool>> = vec![None; self.trace.strings.len()];
         let mut out: Vec<(Ns, Ns, u32, CallClass)> = Vec::new();
         for r in 0..rt.len() {
             if rt.start[r] >= we || rt.end[r] <= ws || rt.end[r] <= rt.start[r] {
@@ -401,7 +409,14 @@ impl<'a> Cx<'a> {
             if !launcher.get(rt.thread[r].0 as usize).copied().unwrap_or(false) {
                 continue;
             }
-            if let Some(class) = self.call_class(r as u32) {
+            let id = rt.name[r].0 as usize;
+            let name = api_name(self.trace.strings.get(rt.name[r]));
+            let is_plain = *plain[id]
+                .get_or_insert_with(|| !(is_memcpy_api(name) || is_memset_api(name) || is_alloc_api(name)));
+            if is_plain && rt.end[r] - rt.start[r] <= SLOW_CALL_NS {
+                continue;
+            }
+            if let Some(class) = self.call_class_named(r as u32, name) {
                 let s = out.last().map_or(rt.start[r], |l| rt.start[r].max(l.1));
                 if rt.end[r] > s {
                     out.push((s, rt.end[r], r as u32, class));
@@ -412,9 +427,9 @@ impl<'a> Cx<'a> {
     }
 
     /// What runtime call `r` is, if it is of interest.
-    pub fn call_class(&self, r: u32) -> Option<CallClass> {
+    /// What runtime call `r` (named `name`) is, if it is of interest.
+    fn call_class_named(&self, r: u32, name: &str) -> Option<CallClass> {
         let rt = &self.trace.runtime;
-        let name = api_name(self.trace.strings.get(rt.name[r as usize]));
         let is_async = name.contains("Async");
         let g = self.call_gpu[r as usize];
         let gpu = &self.trace.gpu;
@@ -648,14 +663,20 @@ impl<'a> Cx<'a> {
         (self.name(op), self.name(ann), self.source(key.2))
     }
 
-    fn finish(&self, d: Draft) -> Finding {
-        let idle_ns = if d.primary {
-            self.total(&d.pieces)
-        } else {
-            d.context_idle_ns
-        };
-        let explained_ns = idle_ns + d.removed_busy_ns;
-        let est_savings_ns = if d.estimable {
+    /// The replayed saving of every draft (capped at what it explains; 0
+    /// when not estimable). Replays are independent passes over one
+    /// read-only graph, so they run on all cores.
+    fn all_savings(&self, drafts: &[Draft]) -> Vec<Ns> {
+        let one = |d: &Draft| -> Ns {
+            let idle = if d.primary {
+                self.total(&d.pieces)
+            } else {
+                d.context_idle_ns
+            };
+            let explained = idle + d.removed_busy_ns;
+            if !d.estimable || explained == 0 {
+                return 0;
+            }
             let mut edit = d.edit.clone();
             if d.remove_piece_cpu {
                 for &i in &d.pieces {
@@ -665,10 +686,34 @@ impl<'a> Cx<'a> {
                     }
                 }
             }
-            self.replay.savings(&edit).min(explained_ns)
-        } else {
-            0
+            self.replay.savings(&edit).min(explained)
         };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(drafts.len());
+        if threads <= 1 {
+            return drafts.iter().map(one).collect();
+        }
+        let chunk = drafts.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = drafts
+                .chunks(chunk)
+                .map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<Ns>>()))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("a replay panicked"))
+                .collect()
+        })
+    }
+
+    fn finish(&self, d: Draft, est_savings_ns: Ns) -> Finding {
+        let idle_ns = if d.primary {
+            self.total(&d.pieces)
+        } else {
+            d.context_idle_ns
+        };
+        let explained_ns = idle_ns + d.removed_busy_ns;
         let (operator, annotation, source) = d.blame.clone().unwrap_or_else(|| self.blame(&d.pieces));
         let mut evidence = d.evidence;
         let mut largest: Vec<usize> = d.pieces.clone();
