@@ -619,9 +619,19 @@ mod tests {
         let trace = crate::analyze::load_demo(&Default::default()).unwrap();
         let a = gapscope_analyzers::analyze(&trace, &Default::default());
         let extras = Extras::of(&trace, &Default::default());
+        // The analysis's own findings: the demo's planted DataLoader stall
+        // ranks first.
         let plain = build("demo", &a, &extras);
-        assert!(!plain.findings.available);
-        assert!(plain.headline.top_finding.is_none());
+        assert!(plain.findings.available);
+        let own = plain.headline.top_finding.as_ref().expect("a top finding");
+        assert_eq!(own.rank, 1);
+        assert!(
+            plain.headline.summary.contains("DataLoader"),
+            "{}",
+            plain.headline.summary
+        );
+
+        // Findings given in the JSON replace them, whatever they say.
 
         let mut json = serde_json::to_value(&a).unwrap();
         let w0 = a.window.start_ns;

@@ -52,13 +52,13 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let idle: Ns = cx.total(&pieces);
     let n = cx.n_steps();
     let title = format!(
-        "The GPU waits for the DataLoader: {} of the window ({} idle)",
-        pct(dl_ns, cx.window_ns()),
-        fmt_ns(idle)
+        "The GPU waits for the DataLoader: {} idle; loading batches takes {} of the window",
+        fmt_ns(idle),
+        pct(dl_ns, cx.window_ns())
     );
     let hint = format!(
-        "{} of each step ({} idle per step) is spent loading the next batch on the training \
-         thread while the GPU waits. Load batches in worker processes: \
+        "Loading the next batch on the training thread takes {} of each step, and the GPU \
+         idles {} per step waiting for it. Load batches in worker processes: \
          `DataLoader(..., num_workers=N)` with N > 0 (start with the number of CPU cores per \
          GPU), `pin_memory=True` and `persistent_workers=True`; raise `prefetch_factor` if the \
          workers still fall behind, and move heavy transforms to the GPU or to preprocessing.",
