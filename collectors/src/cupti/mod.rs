@@ -11,3 +11,5 @@
 //! been checked against the real library.
 
 pub mod decode;
+#[cfg(feature = "cupti")]
+pub mod live;

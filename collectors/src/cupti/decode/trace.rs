@@ -76,6 +76,9 @@ pub struct DecodeStats {
     pub gpu_without_api: u64,
     /// Records CUPTI dropped for lack of buffer space (set by the collector).
     pub dropped_by_cupti: u64,
+    /// Buffer requests the collector refused because its pool was full
+    /// (CUPTI drops records instead; set by the collector).
+    pub buffers_refused: u64,
 }
 
 impl DecodeStats {
@@ -97,6 +100,7 @@ impl DecodeStats {
             ("cupti_sync_unknown_device".into(), self.sync_unknown_device),
             ("cupti_gpu_without_api".into(), self.gpu_without_api),
             ("cupti_dropped_records".into(), self.dropped_by_cupti),
+            ("cupti_buffers_refused".into(), self.buffers_refused),
         ];
         v.retain(|(_, n)| *n > 0);
         v
@@ -163,6 +167,16 @@ impl<R: Resolver> Decoder<R> {
     /// The resolver, e.g. to read what it cached.
     pub fn resolver_mut(&mut self) -> &mut R {
         &mut self.resolver
+    }
+
+    /// The layouts records are read with.
+    pub fn layouts(&self) -> &Layouts {
+        &self.layouts
+    }
+
+    /// Adds buffer requests refused for a full pool.
+    pub fn note_refused_buffers(&mut self, n: u64) {
+        self.stats.buffers_refused += n;
     }
 
     /// Adds records CUPTI reported as dropped.
