@@ -8,7 +8,7 @@ use crate::cli::{AnalyzeArgs, Format};
 use crate::render;
 use anyhow::{Context, Result};
 use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
-use gapscope_collectors::kineto::{self, ImportOptions};
+use gapscope_collectors::kineto::{self, ImportOptions, Imported, ReadLimits};
 use gapscope_collectors::trace::Trace;
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
@@ -42,10 +42,16 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
             .context("the built-in demo trace did not import; this is a gapscope bug, please report it")?;
         results.push(analyse(DEMO_NAME, &trace, &options, args.quiet));
     }
+    let limits = ReadLimits {
+        max_events: args.max_events.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+    };
     for path in &args.traces {
-        let trace = load(path, &import)?;
+        let imported = load_partial(path, &import, &limits)?;
         let name = path.display().to_string();
-        results.push(analyse(&name, &trace, &options, args.quiet));
+        if !args.quiet {
+            warn_incomplete(&name, &imported);
+        }
+        results.push(analyse(&name, &imported.trace, &options, args.quiet));
     }
     let mut out = io::stdout().lock();
     match args.format {
@@ -60,6 +66,20 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
 /// <problem>; <what to do>`, so they are passed on as they are, on one line.
 pub fn load(path: &Path, import: &ImportOptions) -> Result<Trace> {
     kineto::import_file(path, import).map_err(|e| anyhow::anyhow!(one_line(&e.to_string())))
+}
+
+/// Imports one trace file as far as it can be read: a cut file gives the
+/// events before the cut (see [`warn_incomplete`]), `limits` a slice.
+pub fn load_partial(path: &Path, import: &ImportOptions, limits: &ReadLimits) -> Result<Imported> {
+    kineto::import_file_partial(path, import, limits).map_err(|e| anyhow::anyhow!(one_line(&e.to_string())))
+}
+
+/// One warning line per reason a trace was read only in part (cut short,
+/// or `--max-events`), saying where it ends and how many events were read.
+pub fn warn_incomplete(name: &str, imported: &Imported) {
+    for w in imported.warnings(name) {
+        let _ = writeln!(io::stderr().lock(), "gapscope: warning: {}", one_line(&w));
+    }
 }
 
 /// Imports the built-in demo trace.

@@ -77,6 +77,11 @@ pub struct AnalyzeArgs {
     #[command(flatten)]
     pub window: WindowArgs,
 
+    /// Read only the first N events of each trace (in file order), to
+    /// analyse the start of a trace too big to read whole.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_events: Option<u64>,
+
     /// No progress or warnings on stderr (errors are still printed).
     #[arg(short, long)]
     pub quiet: bool,

@@ -1,6 +1,7 @@
 //! Bad input: every unreadable trace gives exit status 2 and exactly one
 //! stderr line that names the file and says what to do; nothing panics.
-//! A readable trace without GPU work is not an error.
+//! A readable trace without GPU work is not an error, and neither is a cut
+//! one: what was read is analysed, with one warning saying where it ends.
 
 mod common;
 use common::*;
@@ -53,8 +54,10 @@ fn unreadable_traces_exit_2_with_one_line() {
         ),
         ("array.json", b"[1, 2, 3]".to_vec()),
         ("corrupt.json.gz", corrupt_gz),
-        ("cut.json.gz", demo_gz[..demo_gz.len() / 2].to_vec()),
-        ("truncated.json", demo[..demo.len() / 2].to_vec()),
+        // Cut before any event: nothing to analyse.
+        ("cut-header.json", demo[..200].to_vec()),
+        ("cut-header.json.gz", demo_gz[..20].to_vec()),
+        ("open-brace.json", b"{".to_vec()),
         ("binary.json", (0u8..=255).cycle().take(4096).collect()),
     ];
     for (name, bytes) in cases {
@@ -64,6 +67,110 @@ fn unreadable_traces_exit_2_with_one_line() {
     }
     assert_one_line_error(&dir.path().join("missing.json"), "text");
     assert_one_line_error(dir.path(), "text"); // a directory
+}
+
+/// Runs `analyze --format json` on a cut file: exit 0, one warning line that
+/// names the file, the byte offset where it ends and the events read.
+fn analyse_cut(path: &std::path::Path, extra: &[&str]) -> (serde_json::Value, String) {
+    let mut args: Vec<OsString> = vec!["analyze".into(), "--format".into(), "json".into()];
+    args.extend(extra.iter().map(OsString::from));
+    args.push(path.into());
+    let r = gapscope(&args).expect_code(0);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", r.stderr);
+    let want = format!("gapscope: warning: {}: truncated: ", path.display());
+    assert!(lines[0].starts_with(&want), "{}", lines[0]);
+    assert!(lines[0].contains("ends at byte offset "), "{}", lines[0]);
+    assert!(lines[0].contains(" events read before the cut"), "{}", lines[0]);
+    (r.json(), lines[0].to_string())
+}
+
+fn steps(j: &serde_json::Value) -> usize {
+    j["steps"].as_array().map_or(0, Vec::len)
+}
+
+#[test]
+fn a_cut_trace_is_analysed_as_far_as_it_goes() {
+    let dir = TempDir::new("cut");
+    let demo = demo_json();
+    let whole = {
+        let p = dir.file("whole.json", &demo);
+        let args: Vec<OsString> = vec!["analyze".into(), "--format".into(), "json".into(), p.into()];
+        let r = gapscope(&args).expect_code(0);
+        assert!(r.stderr.is_empty(), "{}", r.stderr);
+        r.json()
+    };
+    let mut last = (0, 0);
+    for percent in [10, 30, 50, 70, 90, 99] {
+        let cut = demo.len() * percent / 100;
+        let p = dir.file(&format!("cut-{percent}.json"), &demo[..cut]);
+        let (j, line) = analyse_cut(&p, &[]);
+        assert!(line.contains(&format!("ends at byte offset {cut} ")), "{line}");
+        assert_breakdown_adds_up(&j["devices"][0]["breakdown"]);
+        let gpu_rows = j["diagnostics"]["rows"]["gpu"].as_u64().unwrap();
+        let now = (steps(&j), gpu_rows as usize);
+        assert!(
+            now.0 >= last.0 && now.1 > last.1,
+            "{percent}%: {now:?} after {last:?}"
+        );
+        last = now;
+    }
+    assert!(last.0 <= steps(&whole) && last.0 > 0);
+    assert!(steps(&analyse_cut(&dir.file("cut-10b.json", &demo[..demo.len() / 10]), &[]).0) < steps(&whole));
+
+    // A cut gzip stream, and a whole gzip of a cut file, read the same way.
+    let gz = gzip(&demo[..demo.len() / 2]);
+    let (a, line) = analyse_cut(&dir.file("half.json.gz", &gz), &[]);
+    assert!(line.contains("ends at byte offset"), "{line}");
+    let (b, line) = analyse_cut(&dir.file("cut.json.gz", &gzip(&demo)[..gz.len() / 2]), &[]);
+    assert!(line.contains("the gzip data is cut short"), "{line}");
+    assert!(steps(&a) > 0 && steps(&b) > 0);
+
+    // Only the end of the file is lost: every event read, the warning says so.
+    let tail = demo.iter().rposition(|&b| b == b']').unwrap() + 1;
+    let (j, line) = analyse_cut(&dir.file("no-close.json", &demo[..tail]), &[]);
+    assert!(line.contains("after the last event"), "{line}");
+    assert_eq!(steps(&j), steps(&whole));
+    assert_eq!(j["diagnostics"]["rows"], whole["diagnostics"]["rows"]);
+}
+
+#[test]
+fn max_events_reads_the_start_only() {
+    let dir = TempDir::new("max");
+    let p = dir.file("demo.json", &demo_json());
+    let run = |n: &str| {
+        let args: Vec<OsString> = vec![
+            "analyze".into(),
+            "--format".into(),
+            "json".into(),
+            "--max-events".into(),
+            n.into(),
+            p.clone().into(),
+        ];
+        gapscope(&args)
+    };
+    let r = run("1000").expect_code(0);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("read only the first 1000 events (--max-events)"),
+        "{}",
+        r.stderr
+    );
+    let small = r.json();
+    let big = run("1000000").expect_code(0);
+    assert!(big.stderr.is_empty(), "the whole trace fits: {}", big.stderr);
+    let big = big.json();
+    assert!(
+        steps(&small) < steps(&big),
+        "{} vs {}",
+        steps(&small),
+        steps(&big)
+    );
+    let rows = |j: &serde_json::Value| j["diagnostics"]["rows"]["cpu_ops"].as_u64().unwrap();
+    assert!(rows(&small) < rows(&big));
+    run("0").expect_code(2);
+    run("x").expect_code(2);
 }
 
 #[test]

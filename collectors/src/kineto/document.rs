@@ -9,7 +9,7 @@
 
 use super::convert::Converter;
 use super::error::KinetoError;
-use super::events::{parse_events, EventsError};
+use super::events::{parse_events, ArrayEnd, EventsError, Parsed};
 use super::scan::{read_member_key, skip_value, skip_ws, ScanError, MAX_DEPTH};
 use super::wire::{RawDevice, RawDistributedInfo};
 use crate::trace::{Device, TraceBuilder};
@@ -23,27 +23,54 @@ struct Header {
     bad_keys: Vec<&'static str>,
 }
 
+/// How far a document was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reach {
+    /// Events read from `traceEvents` (complete ones, skipped or not).
+    pub events: usize,
+    /// The data ended early: inside `traceEvents` (`Some(true)`: the event
+    /// being written was dropped) or after it (`Some(false)`).
+    pub cut: Option<bool>,
+    /// The event limit stopped the reading.
+    pub limited: bool,
+}
+
 /// Parses a whole (decompressed) trace into a builder, not yet finished.
+/// A document cut after some events is read as far as it goes (see
+/// [`Reach`]); one cut before any event is [`KinetoError::Truncated`].
 pub fn read_document(
     buf: &[u8],
     file: &str,
     threads: usize,
+    limit: Option<usize>,
     progress: Option<&ProgressBar>,
-) -> Result<TraceBuilder, KinetoError> {
+) -> Result<(TraceBuilder, Reach), KinetoError> {
     let p = skip_ws(buf, skip_bom(buf));
     let err = Errors { file, len: buf.len() };
-    let (conv, header) = match buf.get(p) {
+    let (conv, header, reach) = match buf.get(p) {
         None => return Err(KinetoError::Empty { file: file.into() }),
-        Some(b'{') => read_object(buf, p + 1, threads, progress, &err)?,
+        Some(b'{') => read_object(buf, p + 1, threads, limit, progress, &err)?,
         Some(b'[') => {
-            let (conv, _) = parse_events(buf, p + 1, threads, progress).map_err(|e| err.events(e))?;
-            (conv, Header::default())
+            let parsed = parse_events(buf, p + 1, threads, limit, progress).map_err(|e| err.events(e))?;
+            let reach = reach_of(&parsed);
+            (parsed.conv, Header::default(), reach)
         }
         Some(&b) => return Err(err.not_json(format!("it starts with {:?}", char::from(b)))),
     };
+    if reach.cut.is_some() && reach.events == 0 {
+        return Err(err.truncated());
+    }
     let mut builder = conv.into_builder();
     apply_header(&mut builder, header);
-    Ok(builder)
+    Ok((builder, reach))
+}
+
+fn reach_of(parsed: &Parsed<'_>) -> Reach {
+    Reach {
+        events: parsed.events,
+        cut: (parsed.end == ArrayEnd::Truncated).then_some(true),
+        limited: parsed.end == ArrayEnd::Limit,
+    }
 }
 
 fn skip_bom(buf: &[u8]) -> usize {
@@ -59,40 +86,67 @@ fn read_object<'a>(
     buf: &'a [u8],
     mut p: usize,
     threads: usize,
+    limit: Option<usize>,
     progress: Option<&ProgressBar>,
     err: &Errors<'_>,
-) -> Result<(Converter<'a>, Header), KinetoError> {
+) -> Result<(Converter<'a>, Header, Reach), KinetoError> {
     let mut header = Header::default();
-    let mut events = None;
+    let mut events: Option<(Converter<'a>, Reach)> = None;
     p = skip_ws(buf, p);
     if buf.get(p) == Some(&b'}') {
         return Err(err.not_a_trace("the top-level object is empty"));
     }
+    // The end of the data after the events were read is a cut trailer: the
+    // events stand, the trace is read as far as it goes.
+    let cut_after_events = |events: Option<(Converter<'a>, Reach)>, header: Header| match events {
+        Some((conv, reach)) => Ok((
+            conv,
+            header,
+            Reach {
+                cut: Some(false),
+                ..reach
+            },
+        )),
+        None => Err(err.truncated()),
+    };
     loop {
-        let m = read_member_key(buf, p).map_err(|e| err.scan(e, buf))?;
+        let m = match read_member_key(buf, p) {
+            Ok(m) => m,
+            Err(ScanError::Eof) => return cut_after_events(events, header),
+            Err(e) => return Err(err.scan(e, buf)),
+        };
         let value_end = if m.key == b"traceEvents" {
             if buf[m.value_start] != b'[' {
                 return Err(err.not_a_trace("\"traceEvents\" is not an array"));
             }
-            let (conv, end) =
-                parse_events(buf, m.value_start + 1, threads, progress).map_err(|e| err.events(e))?;
-            events = Some(conv);
+            let parsed =
+                parse_events(buf, m.value_start + 1, threads, limit, progress).map_err(|e| err.events(e))?;
+            let reach = reach_of(&parsed);
+            let ArrayEnd::Closed(end) = parsed.end else {
+                return Ok((parsed.conv, header, reach));
+            };
+            events = Some((parsed.conv, reach));
             end
         } else {
-            let end = skip_value(buf, m.value_start).map_err(|e| err.scan(e, buf))?;
-            header.read(m.key, &buf[m.value_start..end]);
-            end
+            match skip_value(buf, m.value_start) {
+                Ok(end) => {
+                    header.read(m.key, &buf[m.value_start..end]);
+                    end
+                }
+                Err(ScanError::Eof) => return cut_after_events(events, header),
+                Err(e) => return Err(err.scan(e, buf)),
+            }
         };
         p = skip_ws(buf, value_end);
         match buf.get(p) {
             Some(b',') => p += 1,
             Some(b'}') => break,
-            None => return Err(err.truncated()),
+            None => return cut_after_events(events, header),
             Some(_) => return Err(err.scan(ScanError::Unexpected(p), buf)),
         }
     }
-    let conv = events.ok_or_else(|| err.not_a_trace("there is no \"traceEvents\" key"))?;
-    Ok((conv, header))
+    let (conv, reach) = events.ok_or_else(|| err.not_a_trace("there is no \"traceEvents\" key"))?;
+    Ok((conv, header, reach))
 }
 
 impl Header {

@@ -50,7 +50,9 @@ enum End {
     /// At the event starting here (at or past the chunk's stop).
     Boundary(usize),
     /// After the array's closing `]`.
-    ArrayEnd(usize),
+    Closed(usize),
+    /// The event limit was reached before the array's end.
+    Limit,
 }
 
 /// One parsed chunk: its rows, how many events it read, where it ended.
@@ -61,32 +63,80 @@ struct Chunk<'a> {
     end: Result<End, EventsError>,
 }
 
-/// Parses the array whose contents start at `body` (just after `[`).
-/// Returns the filled converter and the position just after the `]`.
+/// How the events array ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrayEnd {
+    /// At its closing `]`; the position just after it.
+    Closed(usize),
+    /// The data ends inside the array (a cut file): every complete event
+    /// before the cut was read, the one cut off was dropped.
+    Truncated,
+    /// The caller's event limit was reached; the rest was not read.
+    Limit,
+}
+
+/// The events read: rows, how many events, how the array ended.
+pub struct Parsed<'a> {
+    /// The rows.
+    pub conv: Converter<'a>,
+    /// Events read (complete ones, skipped or not).
+    pub events: usize,
+    /// How the array ended.
+    pub end: ArrayEnd,
+}
+
+/// Parses the array whose contents start at `body` (just after `[`),
+/// stopping after `limit` events when given (then on one thread, in order).
+/// A file cut inside the array is not an error: what was read is returned
+/// with [`ArrayEnd::Truncated`].
 pub fn parse_events<'a>(
     buf: &'a [u8],
     body: usize,
     threads: usize,
+    limit: Option<usize>,
     progress: Option<&ProgressBar>,
-) -> Result<(Converter<'a>, usize), EventsError> {
+) -> Result<Parsed<'a>, EventsError> {
+    let threads = if limit.is_some() { 1 } else { threads };
     let starts = chunk_starts(buf, body, threads);
-    let mut parsed = parse_all(buf, &starts, progress);
+    let mut parsed = parse_all(buf, &starts, limit, progress);
     let mut main: Option<Converter<'a>> = None;
     let mut base = 0;
     let mut pos = body;
     loop {
-        let chunk = take_chunk_at(&mut parsed, pos)
-            .unwrap_or_else(|| parse_chunk(buf, pos, starts.iter().copied().find(|&s| s > pos), progress));
-        let end = chunk.end.map_err(|e| with_base(e, base))?;
-        match main.as_mut() {
-            Some(m) => m.absorb(chunk.conv, base),
-            None => main = Some(chunk.conv),
-        }
-        base += chunk.events;
-        match end {
-            End::Boundary(p) => pos = p,
-            End::ArrayEnd(p) => return Ok((main.unwrap_or_else(Converter::new), p)),
-        }
+        let chunk = take_chunk_at(&mut parsed, pos).unwrap_or_else(|| {
+            parse_chunk(
+                buf,
+                pos,
+                starts.iter().copied().find(|&s| s > pos),
+                limit,
+                progress,
+            )
+        });
+        let kind = match chunk.end {
+            Ok(End::Boundary(p)) => {
+                absorb(&mut main, chunk.conv, base);
+                base += chunk.events;
+                pos = p;
+                continue;
+            }
+            Ok(End::Closed(p)) => ArrayEnd::Closed(p),
+            Ok(End::Limit) => ArrayEnd::Limit,
+            Err(EventsError::Eof) => ArrayEnd::Truncated,
+            Err(e) => return Err(with_base(e, base)),
+        };
+        absorb(&mut main, chunk.conv, base);
+        return Ok(Parsed {
+            conv: main.unwrap_or_else(Converter::new),
+            events: base + chunk.events,
+            end: kind,
+        });
+    }
+}
+
+fn absorb<'a>(main: &mut Option<Converter<'a>>, conv: Converter<'a>, base: usize) {
+    match main.as_mut() {
+        Some(m) => m.absorb(conv, base),
+        None => *main = Some(conv),
     }
 }
 
@@ -111,15 +161,20 @@ fn chunk_starts(buf: &[u8], body: usize, threads: usize) -> Vec<usize> {
 }
 
 /// Parses every chunk, the first on this thread and the rest on their own.
-fn parse_all<'a>(buf: &'a [u8], starts: &[usize], progress: Option<&ProgressBar>) -> Vec<Option<Chunk<'a>>> {
+fn parse_all<'a>(
+    buf: &'a [u8],
+    starts: &[usize],
+    limit: Option<usize>,
+    progress: Option<&ProgressBar>,
+) -> Vec<Option<Chunk<'a>>> {
     std::thread::scope(|s| {
         let handles: Vec<_> = (1..starts.len())
             .map(|k| {
                 let (start, stop) = (starts[k], starts.get(k + 1).copied());
-                s.spawn(move || parse_chunk(buf, start, stop, progress))
+                s.spawn(move || parse_chunk(buf, start, stop, limit, progress))
             })
             .collect();
-        let first = parse_chunk(buf, starts[0], starts.get(1).copied(), progress);
+        let first = parse_chunk(buf, starts[0], starts.get(1).copied(), limit, progress);
         let rest = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
@@ -151,11 +206,12 @@ fn with_base(e: EventsError, base: usize) -> EventsError {
 }
 
 /// Parses events from `start` until the first event boundary at or past
-/// `stop` (or the array's end when `stop` is `None`).
+/// `stop` (or the array's end when `stop` is `None`), or `limit` events.
 fn parse_chunk<'a>(
     buf: &'a [u8],
     start: usize,
     stop: Option<usize>,
+    limit: Option<usize>,
     progress: Option<&ProgressBar>,
 ) -> Chunk<'a> {
     let mut conv = Converter::new();
@@ -174,8 +230,11 @@ fn parse_chunk<'a>(
         match buf.get(p) {
             None => break Err(EventsError::Eof),
             // An empty array, or a trailing comma: lenient like browsers.
-            Some(b']') => break Ok(End::ArrayEnd(p + 1)),
+            Some(b']') => break Ok(End::Closed(p + 1)),
             Some(_) => {}
+        }
+        if limit.is_some_and(|l| events >= l) {
+            break Ok(End::Limit);
         }
         match parse_one(buf, p, events, &mut conv) {
             Ok(e) => p = skip_ws(buf, e),
@@ -184,7 +243,7 @@ fn parse_chunk<'a>(
         events += 1;
         match buf.get(p) {
             Some(b',') => p += 1,
-            Some(b']') => break Ok(End::ArrayEnd(p + 1)),
+            Some(b']') => break Ok(End::Closed(p + 1)),
             None => break Err(EventsError::Eof),
             Some(&b) => {
                 break Err(syntax(
@@ -242,12 +301,22 @@ fn parse_one<'a>(
                 let offset = p + offset_in(&buf[p..], e.line(), e.column());
                 if e.to_string().starts_with("recursion limit exceeded") {
                     Err(EventsError::TooDeep(offset))
+                } else if cut_off(buf, p, offset) {
+                    Err(EventsError::Eof)
                 } else {
                     Err(syntax(offset, index, e.to_string()))
                 }
             }
         },
     }
+}
+
+/// Whether a syntax error at `offset` in the event at `p` is the file
+/// ending mid-event rather than damage: the error is in the last few bytes
+/// (a UTF-8 character or a `\u` escape cut in half reads as invalid, not as
+/// the end) and the event never closes.
+fn cut_off(buf: &[u8], p: usize, offset: usize) -> bool {
+    offset + 6 >= buf.len() && skip_value(buf, p) == Err(ScanError::Eof)
 }
 
 fn syntax(offset: usize, event: usize, reason: String) -> EventsError {
@@ -299,12 +368,13 @@ mod tests {
         // Names full of `}, {"` and escaped quotes, so many guesses are fooled.
         let json = events_json(40_000, |i| format!("op{i}\"}}, {{\"ph\": [{{ \\\"x"));
         let buf = json.as_bytes();
-        let one = parse_events(buf, 1, 1, None).unwrap();
-        assert_eq!(one.1, buf.len());
-        let many = parse_events(buf, 1, 7, None).unwrap();
-        assert_eq!(many.1, buf.len());
+        let one = parse_events(buf, 1, 1, None, None).unwrap();
+        assert_eq!(one.end, ArrayEnd::Closed(buf.len()));
+        let many = parse_events(buf, 1, 7, None, None).unwrap();
+        assert_eq!(many.end, ArrayEnd::Closed(buf.len()));
+        assert_eq!(many.events, 40_000);
         assert!(chunk_starts(buf, 1, 7).len() > 1);
-        let (a, b) = (names_of(one.0), names_of(many.0));
+        let (a, b) = (names_of(one.conv), names_of(many.conv));
         assert_eq!(a.len(), 40_000);
         assert_eq!(a, b);
     }
@@ -315,9 +385,9 @@ mod tests {
         let fake = format!(", {{\"{}", "y".repeat(300));
         let json = events_json(20_000, |i| format!("{i}{fake}"));
         let buf = json.as_bytes();
-        let (conv, end) = parse_events(buf, 1, 5, None).unwrap();
-        assert_eq!(end, buf.len());
-        let names = names_of(conv);
+        let parsed = parse_events(buf, 1, 5, None, None).unwrap();
+        assert_eq!(parsed.end, ArrayEnd::Closed(buf.len()));
+        let names = names_of(parsed.conv);
         assert_eq!(names.len(), 20_000);
         assert_eq!(names[19_999], format!("19999{fake}"));
     }
@@ -326,13 +396,25 @@ mod tests {
     fn reports_truncation_and_syntax_errors_with_event_index() {
         let json = events_json(5, |i| format!("n{i}"));
         let cut = &json.as_bytes()[..json.len() - 30];
-        assert_eq!(parse_events(cut, 1, 1, None).err(), Some(EventsError::Eof));
+        let partial = parse_events(cut, 1, 1, None, None).unwrap();
+        assert_eq!((partial.end, partial.events), (ArrayEnd::Truncated, 4));
+        assert_eq!(names_of(partial.conv).len(), 4);
+        // Cut inside a multi-byte character: still a cut, not damage.
+        let utf8 = events_json(3, |i| format!("n{i}é"));
+        let at = utf8.rfind('é').unwrap() + 1;
+        let partial = parse_events(&utf8.as_bytes()[..at], 1, 1, None, None).unwrap();
+        assert_eq!((partial.end, partial.events), (ArrayEnd::Truncated, 2));
+        // A limit stops reading, on as many threads as asked.
+        let limited = parse_events(json.as_bytes(), 1, 4, Some(2), None).unwrap();
+        assert_eq!((limited.end, limited.events), (ArrayEnd::Limit, 2));
+        let all = parse_events(json.as_bytes(), 1, 4, Some(5), None).unwrap();
+        assert_eq!((all.end, all.events), (ArrayEnd::Closed(json.len()), 5));
         let bad = json.replacen(
             r#""pid": 1, "tid": 1, "ts": 30"#,
             r#""pid": 1 "tid": 1, "ts": 30"#,
             1,
         );
-        match parse_events(bad.as_bytes(), 1, 1, None) {
+        match parse_events(bad.as_bytes(), 1, 1, None, None) {
             Err(EventsError::Syntax { event, offset, .. }) => {
                 assert_eq!(event, 3);
                 assert_eq!(&bad.as_bytes()[offset..offset + 5], b"\"tid\"");
@@ -340,14 +422,14 @@ mod tests {
             Err(other) => panic!("{other:?}"),
             Ok(_) => panic!("a syntax error was accepted"),
         }
-        assert!(parse_events(b"[]", 1, 1, None).is_ok());
+        assert!(parse_events(b"[]", 1, 1, None, None).is_ok());
     }
 
     #[test]
     fn wrong_types_skip_the_event_only() {
         let json = r#"[{"ph": "X", "name": 5, "ts": 1, "dur": 1}, 7, {"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]"#;
-        let (conv, _) = parse_events(json.as_bytes(), 1, 1, None).unwrap();
-        let tr = conv.into_builder().finish();
+        let parsed = parse_events(json.as_bytes(), 1, 1, None, None).unwrap();
+        let tr = parsed.conv.into_builder().finish();
         assert_eq!(tr.cpu_ops.len(), 1);
         assert_eq!(tr.diagnostics.counts["wrong_type"], 2);
         assert!(tr.diagnostics.examples[0].starts_with("event #0:"));

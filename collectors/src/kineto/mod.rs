@@ -54,24 +54,115 @@ pub struct ImportOptions {
 const PROGRESS_MIN_BYTES: usize = 64 << 20;
 
 /// Imports a Kineto trace file (`.json`, or gzip-compressed whatever its name).
+/// A file cut short is an error ([`KinetoError::Truncated`]); see
+/// [`import_file_partial`] to read what it holds.
 pub fn import_file(path: &Path, opts: &ImportOptions) -> Result<Trace, KinetoError> {
+    let file = path.display().to_string();
+    whole(import_file_partial(path, opts, &ReadLimits::default())?, &file)
+}
+
+/// Imports a Kineto trace file as far as it can be read: a file cut short
+/// (a killed job, an interrupted copy: plain or gzip) gives the events
+/// before the cut and a [`Truncation`] saying where the data ends. Only a
+/// file with nothing readable is an error. `limits` read a slice of a trace
+/// too big to analyse whole.
+pub fn import_file_partial(
+    path: &Path,
+    opts: &ImportOptions,
+    limits: &ReadLimits,
+) -> Result<Imported, KinetoError> {
     let file = path.display().to_string();
     let bytes = read(path).map_err(|source| KinetoError::Io {
         file: file.clone(),
         source,
     })?;
-    let builder = if is_gzip(&bytes) {
-        let json = gunzip(&bytes, &file)?;
+    let (builder, reach, gzip_cut) = if is_gzip(&bytes) {
+        let (json, cut) = gunzip(&bytes, &file)?;
         drop(bytes);
-        build(&json, &file, opts)?
+        let (b, r) = build(&json, &file, opts, limits, cut)?;
+        (b, r, cut)
     } else {
-        let builder = build(&bytes, &file, opts)?;
+        let (b, r) = build(&bytes, &file, opts, limits, false)?;
         drop(bytes);
-        builder
+        (b, r, false)
     };
     // The tables own their strings: the JSON goes before finishing, which
     // lowers the peak (finish copies columns while it sorts).
-    usable(builder.finish(), &file)
+    finish(builder, reach, gzip_cut, &file)
+}
+
+/// What to read of a trace too big to analyse whole.
+#[derive(Default, Clone, Debug)]
+pub struct ReadLimits {
+    /// Stop after this many events of `traceEvents` (in file order; the rest
+    /// of the file is not read).
+    pub max_events: Option<usize>,
+}
+
+/// A trace as far as it could be read.
+#[derive(Debug)]
+pub struct Imported {
+    /// The rows read.
+    pub trace: Trace,
+    /// Events read from `traceEvents` (complete ones, skipped or not).
+    pub events: usize,
+    /// Where the data ended early, when it did.
+    pub truncated: Option<Truncation>,
+    /// `max_events` stopped the reading before the end of the events.
+    pub limited: bool,
+}
+
+/// Where a cut file ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Truncation {
+    /// Byte offset in the (decompressed) JSON where the data ends.
+    pub offset: usize,
+    /// The cut is inside `traceEvents`: the event being written was dropped.
+    /// Otherwise every event was read and only the end of the file is lost.
+    pub inside_events: bool,
+    /// The gzip stream itself is cut short (the offset is then into what it
+    /// inflated to).
+    pub gzip: bool,
+}
+
+impl Imported {
+    /// One line per reason the trace is incomplete (cut, or limited), each
+    /// naming `name`, where the data ends and how many events were read.
+    pub fn warnings(&self, name: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let events = plural(self.events, "event");
+        if let Some(t) = &self.truncated {
+            let what = if t.gzip {
+                "the gzip data is cut short; the JSON it holds"
+            } else {
+                "the JSON"
+            };
+            let lost = if t.inside_events {
+                "the event being written there was dropped"
+            } else {
+                "after the last event"
+            };
+            out.push(format!(
+                "{name}: truncated: {what} ends at byte offset {} ({lost}); analysed the {events} read before \
+                 the cut; the profiler or a copy was probably interrupted",
+                t.offset
+            ));
+        }
+        if self.limited {
+            out.push(format!(
+                "{name}: read only the first {events} (--max-events); the rest of the trace is not analysed"
+            ));
+        }
+        out
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 /// A file's bytes: mapped when it is a regular file (no copy; pages come
@@ -113,15 +204,77 @@ fn read(path: &Path) -> std::io::Result<FileBytes> {
 
 /// Imports a trace from memory: gzip (magic `1f 8b`) or plain JSON.
 /// `source_name` names it in messages and in [`TraceMeta::source`](crate::trace::TraceMeta::source).
+/// Cut data is an error, as for [`import_file`].
 pub fn import_bytes(bytes: &[u8], source_name: &str, opts: &ImportOptions) -> Result<Trace, KinetoError> {
+    whole(
+        import_bytes_partial(bytes, source_name, opts, &ReadLimits::default())?,
+        source_name,
+    )
+}
+
+/// Imports a trace from memory as far as it can be read, as
+/// [`import_file_partial`] does.
+pub fn import_bytes_partial(
+    bytes: &[u8],
+    source_name: &str,
+    opts: &ImportOptions,
+    limits: &ReadLimits,
+) -> Result<Imported, KinetoError> {
     if is_gzip(bytes) {
-        let json = gunzip(bytes, source_name)?;
-        let builder = build(&json, source_name, opts)?;
+        let (json, cut) = gunzip(bytes, source_name)?;
+        let (builder, reach) = build(&json, source_name, opts, limits, cut)?;
         drop(json);
-        usable(builder.finish(), source_name)
+        finish(builder, reach, cut, source_name)
     } else {
-        usable(build(bytes, source_name, opts)?.finish(), source_name)
+        let (builder, reach) = build(bytes, source_name, opts, limits, false)?;
+        finish(builder, reach, false, source_name)
     }
+}
+
+/// The trace of a file that must be whole.
+fn whole(imported: Imported, file: &str) -> Result<Trace, KinetoError> {
+    match imported.truncated {
+        Some(t) if t.gzip => Err(KinetoError::Gzip {
+            file: file.to_string(),
+            reason: format!("the data ends early, after {} bytes of JSON", t.offset),
+        }),
+        Some(t) => Err(KinetoError::Truncated {
+            file: file.to_string(),
+            offset: t.offset,
+        }),
+        None => Ok(imported.trace),
+    }
+}
+
+fn finish(
+    builder: crate::trace::TraceBuilder,
+    reach: (document::Reach, usize),
+    gzip_cut: bool,
+    file: &str,
+) -> Result<Imported, KinetoError> {
+    let (reach, len) = reach;
+    let trace = usable(builder.finish(), file)?;
+    let truncated = match (reach.cut, gzip_cut) {
+        (Some(inside_events), _) => Some(Truncation {
+            offset: len,
+            inside_events,
+            gzip: gzip_cut,
+        }),
+        // The inflated JSON is complete but the gzip stream is cut (its
+        // trailer lost): every event was read.
+        (None, true) => Some(Truncation {
+            offset: len,
+            inside_events: false,
+            gzip: true,
+        }),
+        (None, false) => None,
+    };
+    Ok(Imported {
+        trace,
+        events: reach.events,
+        truncated,
+        limited: reach.limited,
+    })
 }
 
 /// A file whose every event was skipped is not a trace with defects but not
@@ -140,16 +293,39 @@ fn usable(trace: Trace, file: &str) -> Result<Trace, KinetoError> {
     Ok(trace)
 }
 
-fn build(json: &[u8], file: &str, opts: &ImportOptions) -> Result<crate::trace::TraceBuilder, KinetoError> {
+/// Parses the JSON; with the length read, so a cut can say where it is.
+/// `gzip_cut`: the JSON is what a cut gzip stream inflated to, whose end is
+/// a truncation even when it falls where a whole file could end.
+fn build(
+    json: &[u8],
+    file: &str,
+    opts: &ImportOptions,
+    limits: &ReadLimits,
+    gzip_cut: bool,
+) -> Result<(crate::trace::TraceBuilder, (document::Reach, usize)), KinetoError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let bar = progress_bar(json.len(), opts);
-    let mut builder = document::read_document(json, file, threads, bar.as_ref())?;
+    let read = document::read_document(json, file, threads, limits.max_events, bar.as_ref());
+    let (mut builder, reach) = match read {
+        // A cut gzip stream holds the start of a file, never a file of its
+        // own: the JSON's own errors say less than "it is cut".
+        Err(KinetoError::Empty { .. } | KinetoError::Truncated { .. }) if gzip_cut => {
+            return Err(KinetoError::Gzip {
+                file: file.to_string(),
+                reason: format!(
+                    "the data ends early, after {} bytes of JSON and before any event",
+                    json.len()
+                ),
+            })
+        }
+        r => r?,
+    };
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
     builder.meta.source = file.to_string();
     builder.meta.format = "kineto-json".to_string();
-    Ok(builder)
+    Ok((builder, (reach, json.len())))
 }
 
 fn progress_bar(len: usize, opts: &ImportOptions) -> Option<ProgressBar> {
@@ -167,16 +343,19 @@ fn is_gzip(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0x1f, 0x8b])
 }
 
-/// Inflates a gzip file (all members, as `gzip -d` does).
-fn gunzip(bytes: &[u8], file: &str) -> Result<Vec<u8>, KinetoError> {
+/// Inflates a gzip file (all members, as `gzip -d` does). A stream that
+/// ends early gives what it inflated to and `true`; corrupt data (a bad
+/// CRC, a broken deflate stream) is an error.
+fn gunzip(bytes: &[u8], file: &str) -> Result<(Vec<u8>, bool), KinetoError> {
     let mut out = Vec::with_capacity(inflated_size_hint(bytes));
-    flate2::read::MultiGzDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .map_err(|e| KinetoError::Gzip {
+    match flate2::read::MultiGzDecoder::new(bytes).read_to_end(&mut out) {
+        Ok(_) => Ok((out, false)),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok((out, true)),
+        Err(e) => Err(KinetoError::Gzip {
             file: file.to_string(),
             reason: e.to_string(),
-        })?;
-    Ok(out)
+        }),
+    }
 }
 
 /// The size gzip's trailer records (ISIZE, mod 2^32), trusted only within
