@@ -18,7 +18,7 @@ use crate::export::idle::{busy_by_device, IdleGap};
 use gapscope_collectors::trace::{Ns, Trace, NONE};
 use lanes::Edge;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 use std::io::{self, Write};
 use tracks::Src;
 pub use writer::Counts;
@@ -101,13 +101,29 @@ pub fn write<W: Write>(
     }
 
     // Timestamps are absolute in the source's clock when that stays >= 0.
-    let min_ts = items.start.iter().copied().min().unwrap_or(0);
+    let counter_times = || layout.counters.iter().flat_map(|c| c.samples.iter().map(|x| x.0));
+    let min_ts = items
+        .start
+        .iter()
+        .copied()
+        .chain(counter_times())
+        .min()
+        .unwrap_or(0);
     let base = if trace.meta.origin_ns.checked_add(min_ts).is_some_and(|t| t >= 0) {
         trace.meta.origin_ns
     } else {
         -min_ts
     };
     let abs = |t: i64| (t + base) as u64;
+    // The incremental clock counts µs when every time is a whole µs (Kineto
+    // JSON times usually are): most deltas then fit one byte.
+    let whole_us = |t: &i64| (t + base) % 1000 == 0;
+    let unit = if items.start.iter().chain(&items.end).all(whole_us) && counter_times().all(|t| whole_us(&t))
+    {
+        1000
+    } else {
+        1
+    };
 
     // Flow ids: GPU row + 1, started on the launch call, ended on the GPU
     // row. Only when the work starts no earlier than its call: the flow runs
@@ -124,7 +140,7 @@ pub fn write<W: Write>(
         }
     }
 
-    let mut w = PacketWriter::new(out, &trace.strings);
+    let mut w = PacketWriter::new(out, &trace.strings, abs(min_ts), unit);
     for td in std::mem::take(&mut layout.descriptors) {
         w.descriptor(td)?;
     }
@@ -152,7 +168,10 @@ pub fn write<W: Write>(
         .collect();
     let mut args = Vec::with_capacity(16);
     let no_flows: &[u64] = &[];
-    while let Some(Reverse((_, _, s))) = heap.pop() {
+    // The top entry is replaced in place (one sift down) rather than popped
+    // and pushed again.
+    while let Some(mut top) = heap.peek_mut() {
+        let Reverse((_, _, s)) = *top;
         let p = pos[s];
         if s < n_slice {
             let track = &layout.slices[s];
@@ -175,8 +194,11 @@ pub fn write<W: Write>(
             w.counter(abs(t), c.uuid, v)?;
         }
         pos[s] = p + 1;
-        if let Some((t, r)) = head(s, p + 1) {
-            heap.push(Reverse((t, r, s)));
+        match head(s, p + 1) {
+            Some((t, r)) => *top = Reverse((t, r, s)),
+            None => {
+                PeekMut::pop(top);
+            }
         }
     }
     w.finish()

@@ -15,12 +15,21 @@ pub const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
 /// `TracePacket.sequence_flags`: this packet defines or uses interned ids.
 pub const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
 
+/// `ClockSnapshot.Clock.clock_id` of BOOTTIME, the trace processor's
+/// default trace clock.
+pub const CLOCK_BOOTTIME: u32 = 6;
+/// Our incremental clock: ids 64..=127 are scoped to one packet sequence.
+pub const CLOCK_INCREMENTAL: u32 = 64;
+
 /// One packet of the trace; the file is `repeated TracePacket packet = 1`,
 /// which the writer streams one length-delimited packet at a time.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TracePacket {
-    /// Event time in ns on the default clock (BOOTTIME). We never set a clock
-    /// id: a clock without a ClockSnapshot drops events (pitfall 9).
+    /// Event time. Event packets leave the clock id to the sequence's
+    /// [`TracePacketDefaults`]: [`CLOCK_INCREMENTAL`], declared by the
+    /// first packet's [`ClockSnapshot`] (a clock without a snapshot drops
+    /// events: pitfall 9), so this is a delta from the previous event, in
+    /// that clock's unit.
     #[prost(uint64, optional, tag = "8")]
     pub timestamp: Option<u64>,
     /// Non-zero on every packet: interning with sequence id 0 rejects the
@@ -36,14 +45,56 @@ pub struct TracePacket {
     /// True on the first packet this writer emits.
     #[prost(bool, optional, tag = "87")]
     pub first_packet_on_sequence: Option<bool>,
+    /// Sequence-wide defaults; part of the incremental state, so set on the
+    /// packet that clears it.
+    #[prost(message, optional, tag = "59")]
+    pub trace_packet_defaults: Option<TracePacketDefaults>,
     /// What the packet carries.
-    #[prost(oneof = "PacketData", tags = "11, 60")]
+    #[prost(oneof = "PacketData", tags = "6, 11, 60")]
     pub data: Option<PacketData>,
+}
+
+/// Defaults for every packet of the sequence.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TracePacketDefaults {
+    /// Clock of every `timestamp` that does not name its own.
+    #[prost(uint32, optional, tag = "58")]
+    pub timestamp_clock_id: Option<u32>,
+}
+
+/// Readings of several clocks at one instant: how the trace processor
+/// converts our clock to its trace clock.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ClockSnapshot {
+    /// The readings.
+    #[prost(message, repeated, tag = "1")]
+    pub clocks: Vec<Clock>,
+}
+
+/// One clock reading.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Clock {
+    /// Builtin (1..=63) or sequence-scoped (64..=127) id.
+    #[prost(uint32, optional, tag = "1")]
+    pub clock_id: Option<u32>,
+    /// The reading, in the clock's unit.
+    #[prost(uint64, optional, tag = "2")]
+    pub timestamp: Option<u64>,
+    /// Packet timestamps on this clock are deltas from the previous packet
+    /// on it (the first from this reading).
+    #[prost(bool, optional, tag = "3")]
+    pub is_incremental: Option<bool>,
+    /// ns per unit of this clock (default 1).
+    #[prost(uint64, optional, tag = "4")]
+    pub unit_multiplier_ns: Option<u64>,
 }
 
 /// `TracePacket.data`, the members we use.
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum PacketData {
+    /// Declares the incremental clock.
+    #[prost(message, tag = "6")]
+    ClockSnapshot(ClockSnapshot),
     /// A slice begin/end, instant or counter value.
     #[prost(message, tag = "11")]
     TrackEvent(TrackEvent),

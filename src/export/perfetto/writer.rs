@@ -12,6 +12,7 @@ use prost::Message;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Write};
 
 /// One writer is one packet sequence. Any non-zero id works; zero breaks
@@ -19,7 +20,10 @@ use std::io::{self, Write};
 const SEQUENCE_ID: u32 = 1;
 
 /// Flush the packet buffer to the output once it holds this much.
-const FLUSH_AT: usize = 256 * 1024;
+const FLUSH_AT: usize = 1 << 20;
+
+// The hand encoders write the sequence id as one varint byte.
+const _: () = assert!(SEQUENCE_ID > 0 && SEQUENCE_ID < 128);
 
 /// What the writer emitted; the trace processor must report the same.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -76,28 +80,81 @@ pub struct Arg<'a> {
     pub value: ArgValue<'a>,
 }
 
+/// A fast non-cryptographic hasher (FxHash) for the interning maps: their
+/// keys are our own strings, and SipHash showed up in profiles.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        for &b in chunks.remainder() {
+            self.add(b as u64);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
 /// Streams packets of one sequence to `out`.
+///
+/// The first packet clears the sequence's incremental state and declares
+/// its incremental clock ([`CLOCK_INCREMENTAL`], a [`ClockSnapshot`] tying
+/// it to BOOTTIME, and [`TracePacketDefaults`] making it every packet's
+/// clock): each event's `timestamp` is then the delta from the previous
+/// event, in units of `unit` ns: 1–3 bytes instead of 9.
 pub struct PacketWriter<'t, W: Write> {
     out: W,
     buf: Vec<u8>,
     strings: &'t Strings,
+    /// Time of the previous event (or the clock snapshot), ns.
+    last_ts: u64,
+    /// ns per unit of the incremental clock: 1 or 1000.
+    unit: u64,
     /// iid of trace string `i` is `i + 1` once emitted; `false` until then.
     name_sent: Vec<bool>,
     /// Other names: iids after the trace's.
-    text_iids: HashMap<String, u64>,
+    text_iids: FxMap<String, u64>,
     /// A few dozen static names at most: a scan beats hashing.
     cat_iids: Vec<&'static str>,
     arg_iids: Vec<&'static str>,
     /// Arg string values: iid of trace string `i` (0: not sent yet), and of
     /// other text; one iid space for both.
     value_iid_of_id: Vec<u64>,
-    value_iids: HashMap<String, u64>,
+    value_iids: FxMap<String, u64>,
+    dims_iids: FxMap<[u32; 3], u64>,
     next_value_iid: u64,
     /// Scratch for formatting [`ArgValue::Dims`].
     text: String,
-    /// Reused for every event to avoid per-packet allocations.
-    packet: TracePacket,
-    event: TrackEvent,
+    /// Scratch for a BEGIN's TrackEvent and InternedData bytes.
+    event: Vec<u8>,
+    interned_bytes: Vec<u8>,
+    /// Names first used by the packet being built.
     interned: InternedData,
     first: bool,
     counts: Counts,
@@ -105,27 +162,58 @@ pub struct PacketWriter<'t, W: Write> {
 }
 
 impl<'t, W: Write> PacketWriter<'t, W> {
-    /// A writer whose `Name::Id`s resolve in `strings`.
-    pub fn new(out: W, strings: &'t Strings) -> Self {
-        PacketWriter {
+    /// A writer whose `Name::Id`s resolve in `strings`. Events must come in
+    /// time order from `t0` (ns, BOOTTIME) on, and every event time must be
+    /// `t0` plus a multiple of `unit` (1 or 1000 ns).
+    pub fn new(out: W, strings: &'t Strings, t0: u64, unit: u64) -> Self {
+        assert!(unit == 1 || unit == 1000, "unit {unit}");
+        let mut w = PacketWriter {
             out,
             buf: Vec::with_capacity(FLUSH_AT + 4096),
             strings,
+            last_ts: t0,
+            unit,
             name_sent: vec![false; strings.len()],
-            text_iids: HashMap::new(),
+            text_iids: FxMap::default(),
             cat_iids: Vec::new(),
             arg_iids: Vec::new(),
             value_iid_of_id: vec![0; strings.len()],
-            value_iids: HashMap::new(),
+            value_iids: FxMap::default(),
+            dims_iids: FxMap::default(),
             next_value_iid: 1,
             text: String::new(),
-            packet: TracePacket::default(),
-            event: TrackEvent::default(),
+            event: Vec::with_capacity(256),
+            interned_bytes: Vec::with_capacity(256),
             interned: InternedData::default(),
             first: true,
             counts: Counts::default(),
             flows_started: 0,
-        }
+        };
+        let mut p = TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE_ID),
+            trace_packet_defaults: Some(TracePacketDefaults {
+                timestamp_clock_id: Some(CLOCK_INCREMENTAL),
+            }),
+            data: Some(PacketData::ClockSnapshot(ClockSnapshot {
+                clocks: vec![
+                    Clock {
+                        clock_id: Some(CLOCK_BOOTTIME),
+                        timestamp: Some(t0),
+                        ..Default::default()
+                    },
+                    Clock {
+                        clock_id: Some(CLOCK_INCREMENTAL),
+                        timestamp: Some(t0 / unit),
+                        is_incremental: Some(true),
+                        unit_multiplier_ns: (unit != 1).then_some(unit),
+                    },
+                ],
+            })),
+            ..Default::default()
+        };
+        w.mark_first(&mut p);
+        w.emit(&p);
+        w
     }
 
     /// Declares a track. Must precede every event on it (pitfall 12).
@@ -137,11 +225,15 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             ..Default::default()
         };
         self.mark_first(&mut p);
-        self.emit(&p)
+        self.emit(&p);
+        self.maybe_flush()
     }
 
     /// Opens a slice on `track` at `ts`. `flows` start here and `terminating`
     /// end here.
+    ///
+    /// Encoded by hand like every event packet (see [`encode_begin`]); a
+    /// unit test checks the bytes against prost.
     #[allow(clippy::too_many_arguments)]
     pub fn begin(
         &mut self,
@@ -156,55 +248,56 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         self.counts.slices += 1;
         self.flows_started += flows.len() as u64;
         self.counts.flows += terminating.len() as u64;
+        let name_iid = self.name_iid(name);
+        let cat_iid = self.cat_iid(category);
         let mut ev = std::mem::take(&mut self.event);
-        ev.r#type = Some(EventType::SliceBegin as i32);
-        ev.track_uuid = Some(track);
-        ev.name = Some(EventName::NameIid(self.name_iid(name)));
-        ev.category_iids.clear();
-        ev.category_iids.push(self.cat_iid(category));
-        ev.debug_annotations.clear();
+        ev.clear();
+        encode_event_head(&mut ev, cat_iid);
         for a in args {
-            let name = Some(AnnotationName::NameIid(self.arg_iid(a.name)));
-            let value = Some(match a.value {
-                ArgValue::Int(v) => AnnotationValue::Int(v),
-                ArgValue::Double(v) => AnnotationValue::Double(v),
-                ArgValue::Id(id) => AnnotationValue::StringIid(self.value_iid_id(id)),
-                ArgValue::Str(s) => AnnotationValue::StringIid(self.value_iid_text(s)),
-                ArgValue::Dims([x, y, z]) => {
-                    let mut t = std::mem::take(&mut self.text);
-                    t.clear();
-                    let _ = write!(t, "[{x}, {y}, {z}]");
-                    let iid = self.value_iid_text(&t);
-                    self.text = t;
-                    AnnotationValue::StringIid(iid)
-                }
-            });
-            ev.debug_annotations.push(DebugAnnotation { name, value });
+            let name = self.arg_iid(a.name);
+            let value = match a.value {
+                ArgValue::Int(v) => Annotation::Int(v),
+                ArgValue::Double(v) => Annotation::Double(v),
+                ArgValue::Id(id) => Annotation::StringIid(self.value_iid_id(id)),
+                ArgValue::Str(s) => Annotation::StringIid(self.value_iid_text(s)),
+                ArgValue::Dims(d) => Annotation::StringIid(self.value_iid_dims(d)),
+            };
+            encode_annotation(&mut ev, name, value);
         }
-        ev.flow_ids.clear();
-        ev.flow_ids.extend_from_slice(flows);
-        ev.terminating_flow_ids.clear();
-        ev.terminating_flow_ids.extend_from_slice(terminating);
-        self.event_packet(ts, ev)
+        encode_event_tail(&mut ev, name_iid, track, flows, terminating);
+        let mut interned = std::mem::take(&mut self.interned_bytes);
+        interned.clear();
+        if !self.interned.is_empty() {
+            // Rare (first uses only): prost is fine here.
+            let _ = self.interned.encode(&mut interned);
+            self.interned.clear();
+        }
+        let delta = self.delta(ts);
+        let before = self.buf.len();
+        encode_begin(&mut self.buf, delta, &interned, &ev);
+        self.event = ev;
+        self.interned_bytes = interned;
+        self.emitted(before)
     }
 
     /// Closes the innermost open slice on `track`. No name: an END with a
     /// different name is a data-loss stat (pitfall 14).
     ///
-    /// END and counter packets are half of all packets and carry no
-    /// interned ids, so they are encoded by hand (see [`encode_end`]) and
-    /// without `sequence_flags`; a unit test checks them against prost.
+    /// END and counter packets carry no interned ids, so they go without
+    /// `sequence_flags`.
     pub fn end(&mut self, ts: u64, track: u64) -> io::Result<()> {
+        let delta = self.delta(ts);
         let before = self.buf.len();
-        encode_end(&mut self.buf, ts, track);
+        encode_end(&mut self.buf, delta, track);
         self.emitted(before)
     }
 
     /// A counter sample on counter track `track`.
     pub fn counter(&mut self, ts: u64, track: u64, value: f64) -> io::Result<()> {
         self.counts.counter_samples += 1;
+        let delta = self.delta(ts);
         let before = self.buf.len();
-        encode_counter(&mut self.buf, ts, track, value);
+        encode_counter(&mut self.buf, delta, track, value);
         self.emitted(before)
     }
 
@@ -224,35 +317,18 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         Ok(self.counts)
     }
 
-    fn event_packet(&mut self, ts: u64, ev: TrackEvent) -> io::Result<()> {
-        let mut p = std::mem::take(&mut self.packet);
-        p.timestamp = Some(ts);
-        p.trusted_packet_sequence_id = Some(SEQUENCE_ID);
-        // Every packet that uses iids says so, or the names come out NULL
-        // (pitfall 5).
-        p.sequence_flags = Some(SEQ_NEEDS_INCREMENTAL_STATE);
-        p.first_packet_on_sequence = None;
-        let interned = std::mem::take(&mut self.interned);
-        let has_new = !(interned.event_names.is_empty()
-            && interned.event_categories.is_empty()
-            && interned.debug_annotation_names.is_empty()
-            && interned.debug_annotation_string_values.is_empty());
-        p.interned_data = has_new.then_some(interned);
-        p.data = Some(PacketData::TrackEvent(ev));
-        self.mark_first(&mut p);
-        let r = self.emit(&p);
-        if let Some(PacketData::TrackEvent(ev)) = p.data.take() {
-            self.event = ev;
+    /// The incremental clock's reading for an event at `ts`.
+    #[inline]
+    fn delta(&mut self, ts: u64) -> u64 {
+        debug_assert!(ts >= self.last_ts, "event at {ts} after {}", self.last_ts);
+        let d = ts - self.last_ts;
+        self.last_ts = ts;
+        if self.unit == 1 {
+            d
+        } else {
+            debug_assert_eq!(d % 1000, 0);
+            d / 1000
         }
-        if let Some(mut i) = p.interned_data.take() {
-            i.event_names.clear();
-            i.event_categories.clear();
-            i.debug_annotation_names.clear();
-            i.debug_annotation_string_values.clear();
-            self.interned = i;
-        }
-        self.packet = p;
-        r
     }
 
     /// The first packet clears incremental state; without it every packet
@@ -265,20 +341,23 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         }
     }
 
-    fn emit(&mut self, p: &TracePacket) -> io::Result<()> {
+    fn emit(&mut self, p: &TracePacket) {
         let before = self.buf.len();
         prost::encoding::message::encode(1, p, &mut self.buf);
-        debug_assert_eq!(
-            self.buf.len() - before,
-            1 + prost::length_delimiter_len(p.encoded_len()) + p.encoded_len()
-        );
-        self.emitted(before)
+        self.counts.packets += 1;
+        self.counts.bytes += (self.buf.len() - before) as u64;
     }
 
     /// Counts the packet that starts at `before` in the buffer.
+    #[inline]
     fn emitted(&mut self, before: usize) -> io::Result<()> {
         self.counts.packets += 1;
         self.counts.bytes += (self.buf.len() - before) as u64;
+        self.maybe_flush()
+    }
+
+    #[inline]
+    fn maybe_flush(&mut self) -> io::Result<()> {
         if self.buf.len() >= FLUSH_AT {
             self.flush_buf()?;
         }
@@ -319,16 +398,20 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         }
     }
 
+    fn new_value_iid(&mut self, s: &str) -> u64 {
+        let iid = self.next_value_iid;
+        self.next_value_iid += 1;
+        self.interned.debug_annotation_string_values.push(InternedString {
+            iid: Some(iid),
+            name: Some(s.to_string()),
+        });
+        iid
+    }
+
     fn value_iid_id(&mut self, id: StrId) -> u64 {
         let i = id.0 as usize;
         if self.value_iid_of_id[i] == 0 {
-            let iid = self.next_value_iid;
-            self.next_value_iid += 1;
-            self.value_iid_of_id[i] = iid;
-            self.interned.debug_annotation_string_values.push(InternedString {
-                iid: Some(iid),
-                name: Some(self.strings.get(id).to_string()),
-            });
+            self.value_iid_of_id[i] = self.new_value_iid(self.strings.get(id));
         }
         self.value_iid_of_id[i]
     }
@@ -337,13 +420,22 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         if let Some(&iid) = self.value_iids.get(s) {
             return iid;
         }
-        let iid = self.next_value_iid;
-        self.next_value_iid += 1;
+        let iid = self.new_value_iid(s);
         self.value_iids.insert(s.to_string(), iid);
-        self.interned.debug_annotation_string_values.push(InternedString {
-            iid: Some(iid),
-            name: Some(s.to_string()),
-        });
+        iid
+    }
+
+    /// A launch dimension as text `[x, y, z]`, formatted once per value.
+    fn value_iid_dims(&mut self, d: [u32; 3]) -> u64 {
+        if let Some(&iid) = self.dims_iids.get(&d) {
+            return iid;
+        }
+        let mut t = std::mem::take(&mut self.text);
+        t.clear();
+        let _ = write!(t, "[{}, {}, {}]", d[0], d[1], d[2]);
+        let iid = self.value_iid_text(&t);
+        self.text = t;
+        self.dims_iids.insert(d, iid);
         iid
     }
 
@@ -357,6 +449,22 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             &mut self.interned.debug_annotation_names,
             name,
         )
+    }
+}
+
+impl InternedData {
+    fn is_empty(&self) -> bool {
+        self.event_names.is_empty()
+            && self.event_categories.is_empty()
+            && self.debug_annotation_names.is_empty()
+            && self.debug_annotation_string_values.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.event_names.clear();
+        self.event_categories.clear();
+        self.debug_annotation_names.clear();
+        self.debug_annotation_string_values.clear();
     }
 }
 
@@ -375,7 +483,13 @@ fn intern_static(table: &mut Vec<&'static str>, new: &mut Vec<InternedString>, s
     iid
 }
 
+// Hand encoding of the event packets. Field numbers are those of
+// [`TracePacket`], [`TrackEvent`] and [`DebugAnnotation`] in proto.rs; a
+// tag byte is `field << 3 | wire type` (0 varint, 1 fixed64, 2 length-
+// delimited), two varint bytes from field 16 on.
+
 /// Appends `v` as a protobuf varint.
+#[inline]
 fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         buf.push(v as u8 | 0x80);
@@ -384,54 +498,161 @@ fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     buf.push(v as u8);
 }
 
+#[inline]
 fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
-/// `Trace.packet` (field 1) holding `{timestamp: ts, trusted_packet_sequence_id,
-/// track_event {type: SLICE_END, track_uuid: track}}`, field numbers as in
-/// [`TracePacket`] and [`TrackEvent`].
-fn encode_end(buf: &mut Vec<u8>, ts: u64, track: u64) {
-    // TrackEvent: type (9, varint) = 2; track_uuid (11, varint).
-    let event_len = 2 + 1 + varint_len(track);
-    encode_event_packet(buf, ts, event_len, |buf| {
-        buf.extend_from_slice(&[9 << 3, EventType::SliceEnd as u8, 11 << 3]);
-        put_varint(buf, track);
-    });
+/// A debug annotation value as the writer encodes it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Annotation {
+    Int(i64),
+    Double(f64),
+    StringIid(u64),
 }
 
-/// Like [`encode_end`] for `track_event {type: COUNTER, track_uuid,
-/// double_counter_value (44, fixed64)}`.
-fn encode_counter(buf: &mut Vec<u8>, ts: u64, track: u64, value: f64) {
-    let event_len = 2 + 1 + varint_len(track) + 2 + 8;
-    encode_event_packet(buf, ts, event_len, |buf| {
-        buf.extend_from_slice(&[9 << 3, EventType::Counter as u8, 11 << 3]);
-        put_varint(buf, track);
-        // Tag of field 44, wire type 1 (64-bit): 44 << 3 | 1 = 353, two varint bytes.
-        buf.extend_from_slice(&[0xE1, 0x02]);
-        buf.extend_from_slice(&value.to_le_bytes());
-    });
+/// TrackEvent of a BEGIN, first part: `category_iids` (3).
+#[inline]
+fn encode_event_head(ev: &mut Vec<u8>, cat_iid: u64) {
+    ev.push(3 << 3);
+    put_varint(ev, cat_iid);
 }
 
-/// A packet with `timestamp` (8), `trusted_packet_sequence_id` (10) and a
-/// `track_event` (11) of `event_len` bytes written by `event`.
-fn encode_event_packet(buf: &mut Vec<u8>, ts: u64, event_len: usize, event: impl FnOnce(&mut Vec<u8>)) {
-    let packet_len = 1
-        + varint_len(ts)
-        + 1
-        + varint_len(SEQUENCE_ID as u64)
-        + 1
-        + varint_len(event_len as u64)
-        + event_len;
+/// One `debug_annotations` (4) entry: `name_iid` (1) and the value: `int`
+/// (4, varint), `double` (5, fixed64) or `string_value_iid` (17, varint).
+#[inline]
+fn encode_annotation(ev: &mut Vec<u8>, name_iid: u64, value: Annotation) {
+    let value_len = match value {
+        Annotation::Int(v) => 1 + varint_len(v as u64),
+        Annotation::Double(_) => 1 + 8,
+        Annotation::StringIid(v) => 2 + varint_len(v),
+    };
+    ev.push(4 << 3 | 2);
+    put_varint(ev, (1 + varint_len(name_iid) + value_len) as u64);
+    ev.push(1 << 3);
+    put_varint(ev, name_iid);
+    match value {
+        Annotation::Int(v) => {
+            ev.push(4 << 3);
+            put_varint(ev, v as u64);
+        }
+        Annotation::Double(v) => {
+            ev.push(5 << 3 | 1);
+            ev.extend_from_slice(&v.to_le_bytes());
+        }
+        Annotation::StringIid(v) => {
+            ev.extend_from_slice(&[0x88, 0x01]); // 17 << 3
+            put_varint(ev, v);
+        }
+    }
+}
+
+/// TrackEvent of a BEGIN, last part: `type` (9) = SLICE_BEGIN, `name_iid`
+/// (10), `track_uuid` (11), `flow_ids` (47) and `terminating_flow_ids` (48),
+/// unpacked fixed64 (pitfall 1).
+#[inline]
+fn encode_event_tail(ev: &mut Vec<u8>, name_iid: u64, track: u64, flows: &[u64], terminating: &[u64]) {
+    ev.extend_from_slice(&[9 << 3, EventType::SliceBegin as u8, 10 << 3]);
+    put_varint(ev, name_iid);
+    ev.push(11 << 3);
+    put_varint(ev, track);
+    for &f in flows {
+        ev.extend_from_slice(&[0xF9, 0x02]); // 47 << 3 | 1
+        ev.extend_from_slice(&f.to_le_bytes());
+    }
+    for &f in terminating {
+        ev.extend_from_slice(&[0x81, 0x03]); // 48 << 3 | 1
+        ev.extend_from_slice(&f.to_le_bytes());
+    }
+}
+
+/// `Trace.packet` (field 1) holding `{timestamp: delta,
+/// trusted_packet_sequence_id, interned_data (12, when not empty),
+/// sequence_flags: NEEDS_INCREMENTAL_STATE, track_event: event}`, with
+/// `interned` and `event` already encoded.
+fn encode_begin(buf: &mut Vec<u8>, delta: u64, interned: &[u8], event: &[u8]) {
+    let interned_len = if interned.is_empty() {
+        0
+    } else {
+        1 + varint_len(interned.len() as u64) + interned.len()
+    };
+    let packet_len =
+        1 + varint_len(delta) + 2 + interned_len + 2 + 1 + varint_len(event.len() as u64) + event.len();
     buf.reserve(1 + varint_len(packet_len as u64) + packet_len);
     buf.push(1 << 3 | 2);
     put_varint(buf, packet_len as u64);
     let start = buf.len();
     buf.push(8 << 3);
-    put_varint(buf, ts);
-    buf.push(10 << 3);
-    put_varint(buf, SEQUENCE_ID as u64);
+    put_varint(buf, delta);
+    // Every packet that uses iids says so, or the names come out NULL
+    // (pitfall 5).
+    buf.extend_from_slice(&[
+        10 << 3,
+        SEQUENCE_ID as u8,
+        13 << 3,
+        SEQ_NEEDS_INCREMENTAL_STATE as u8,
+    ]);
+    if !interned.is_empty() {
+        buf.push(12 << 3 | 2);
+        put_varint(buf, interned.len() as u64);
+        buf.extend_from_slice(interned);
+    }
     buf.push(11 << 3 | 2);
+    put_varint(buf, event.len() as u64);
+    buf.extend_from_slice(event);
+    debug_assert_eq!(buf.len() - start, packet_len);
+}
+
+/// `Trace.packet` (field 1) holding `{timestamp: delta,
+/// trusted_packet_sequence_id, track_event {type: SLICE_END, track_uuid:
+/// track}}`.
+fn encode_end(buf: &mut Vec<u8>, delta: u64, track: u64) {
+    // TrackEvent: type (9, varint) = 2; track_uuid (11, varint).
+    let event_len = 2 + 1 + varint_len(track);
+    encode_event_packet(buf, delta, event_len, |buf| {
+        buf.extend_from_slice(&[9 << 3, EventType::SliceEnd as u8, 11 << 3]);
+        put_varint(buf, track);
+    });
+}
+
+/// Like [`encode_end`] for `track_event {type: COUNTER, track_uuid, value}`:
+/// an integral value as `counter_value` (30, varint: 2-4 bytes for queue
+/// lengths and 0/100 %), others as `double_counter_value` (44, fixed64).
+fn encode_counter(buf: &mut Vec<u8>, delta: u64, track: u64, value: f64) {
+    let int = (value.fract() == 0.0 && value.abs() < 1e15).then_some(value as i64);
+    let value_len = match int {
+        Some(v) => 2 + varint_len(v as u64),
+        None => 2 + 8,
+    };
+    let event_len = 2 + 1 + varint_len(track) + value_len;
+    encode_event_packet(buf, delta, event_len, |buf| {
+        buf.extend_from_slice(&[9 << 3, EventType::Counter as u8, 11 << 3]);
+        put_varint(buf, track);
+        match int {
+            Some(v) => {
+                buf.extend_from_slice(&[0xF0, 0x01]); // 30 << 3
+                put_varint(buf, v as u64);
+            }
+            None => {
+                buf.extend_from_slice(&[0xE1, 0x02]); // 44 << 3 | 1
+                buf.extend_from_slice(&value.to_le_bytes());
+            }
+        }
+    });
+}
+
+/// A packet with `timestamp` (8), `trusted_packet_sequence_id` (10) and a
+/// `track_event` (11) of `event_len` bytes written by `event`.
+#[inline]
+fn encode_event_packet(buf: &mut Vec<u8>, delta: u64, event_len: usize, event: impl FnOnce(&mut Vec<u8>)) {
+    let packet_len = 1 + varint_len(delta) + 2 + 1 + varint_len(event_len as u64) + event_len;
+    buf.reserve(1 + varint_len(packet_len as u64) + packet_len);
+    buf.push(1 << 3 | 2);
+    put_varint(buf, packet_len as u64);
+    let start = buf.len();
+    buf.push(8 << 3);
+    put_varint(buf, delta);
+    buf.extend_from_slice(&[10 << 3, SEQUENCE_ID as u8, 11 << 3 | 2]);
     put_varint(buf, event_len as u64);
     event(buf);
     debug_assert_eq!(buf.len() - start, packet_len);
@@ -441,13 +662,32 @@ fn encode_event_packet(buf: &mut Vec<u8>, ts: u64, event_len: usize, event: impl
 mod tests {
     use super::*;
 
-    /// The hand-encoded packets decode, with prost, to exactly the messages
-    /// they stand for, and are as long as prost would make them.
+    /// `buf` holds one `Trace.packet`: its decoded packet, checking the
+    /// framing.
+    fn decode_one(buf: &[u8]) -> TracePacket {
+        assert_eq!(buf[0], 0x0A);
+        let mut rest = &buf[1..];
+        let len = prost::encoding::decode_varint(&mut rest).unwrap() as usize;
+        assert_eq!(rest.len(), len);
+        TracePacket::decode(rest).unwrap()
+    }
+
+    fn prost_len(p: &TracePacket) -> usize {
+        let mut b = Vec::new();
+        prost::encoding::message::encode(1, p, &mut b);
+        b.len()
+    }
+
+    /// The hand-encoded END and counter packets decode, with prost, to
+    /// exactly the messages they stand for, and are as long as prost would
+    /// make them.
     #[test]
-    fn hand_encoded_packets_match_prost() {
+    fn hand_encoded_end_and_counter_packets_match_prost() {
         for (ts, track, value) in [
             (0u64, 1u64, 0.0f64),
             (1_700_000_000_123_456_789, 300, 87.5),
+            (5, 7, 3.0),
+            (99, 8, -2.0),
             (u64::MAX, u64::MAX, -1e300),
         ] {
             for counter in [false, true] {
@@ -457,6 +697,7 @@ mod tests {
                 } else {
                     encode_end(&mut buf, ts, track);
                 }
+                let int = value.fract() == 0.0 && value.abs() < 1e15;
                 let want = TracePacket {
                     timestamp: Some(ts),
                     trusted_packet_sequence_id: Some(SEQUENCE_ID),
@@ -467,20 +708,115 @@ mod tests {
                             EventType::SliceEnd
                         } as i32),
                         track_uuid: Some(track),
-                        counter_value: counter.then_some(CounterValue::Double(value)),
+                        counter_value: counter.then_some(if int {
+                            CounterValue::Int(value as i64)
+                        } else {
+                            CounterValue::Double(value)
+                        }),
                         ..Default::default()
                     })),
                     ..Default::default()
                 };
-                let mut prost_buf = Vec::new();
-                prost::encoding::message::encode(1, &want, &mut prost_buf);
-                assert_eq!(buf.len(), prost_buf.len());
-                assert_eq!(buf[0], 0x0A);
-                let mut rest = &buf[1..];
-                let len = prost::encoding::decode_varint(&mut rest).unwrap() as usize;
-                assert_eq!(rest.len(), len);
-                assert_eq!(TracePacket::decode(rest).unwrap(), want);
+                assert_eq!(buf.len(), prost_len(&want));
+                assert_eq!(decode_one(&buf), want);
             }
+        }
+    }
+
+    /// The same for BEGIN packets: args of every kind, flows both ways, with
+    /// and without interned data.
+    #[test]
+    fn hand_encoded_begin_packets_match_prost() {
+        let s = |iid: u64, t: &str| InternedString {
+            iid: Some(iid),
+            name: Some(t.to_string()),
+        };
+        // (delta, track, name iid, category iid, args, flows, terminating, interned)
+        type Case = (
+            u64,
+            u64,
+            u64,
+            u64,
+            Vec<(u64, Annotation)>,
+            Vec<u64>,
+            Vec<u64>,
+            InternedData,
+        );
+        let cases: Vec<Case> = vec![
+            (0, 1, 1, 1, vec![], vec![], vec![], InternedData::default()),
+            (
+                1_700_000_000_123_456_789,
+                300,
+                70_000,
+                12,
+                vec![
+                    (1, Annotation::Int(42)),
+                    (2, Annotation::Int(-1)),
+                    (3, Annotation::Double(0.4096)),
+                    (200, Annotation::StringIid(1 << 40)),
+                ],
+                vec![1, u64::MAX],
+                vec![],
+                InternedData {
+                    event_categories: vec![s(12, "kernel")],
+                    event_names: vec![s(70_000, "gemm"), s(3, "x")],
+                    debug_annotation_names: vec![s(1, "a"), s(2, "b")],
+                    debug_annotation_string_values: vec![s(1 << 40, "[1, 2, 3]")],
+                },
+            ),
+            (
+                u64::MAX,
+                u64::MAX,
+                u64::MAX,
+                u64::MAX,
+                vec![(5, Annotation::StringIid(0))],
+                vec![],
+                vec![7, 8],
+                InternedData::default(),
+            ),
+        ];
+        for (delta, track, name, cat, args, flows, term, interned) in cases {
+            let mut ev = Vec::new();
+            encode_event_head(&mut ev, cat);
+            for &(n, v) in &args {
+                encode_annotation(&mut ev, n, v);
+            }
+            encode_event_tail(&mut ev, name, track, &flows, &term);
+            let mut ib = Vec::new();
+            if !interned.is_empty() {
+                interned.encode(&mut ib).unwrap();
+            }
+            let mut buf = Vec::new();
+            encode_begin(&mut buf, delta, &ib, &ev);
+            let want = TracePacket {
+                timestamp: Some(delta),
+                trusted_packet_sequence_id: Some(SEQUENCE_ID),
+                sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
+                interned_data: (!interned.is_empty()).then_some(interned),
+                data: Some(PacketData::TrackEvent(TrackEvent {
+                    category_iids: vec![cat],
+                    debug_annotations: args
+                        .iter()
+                        .map(|&(n, v)| DebugAnnotation {
+                            name: Some(AnnotationName::NameIid(n)),
+                            value: Some(match v {
+                                Annotation::Int(x) => AnnotationValue::Int(x),
+                                Annotation::Double(x) => AnnotationValue::Double(x),
+                                Annotation::StringIid(x) => AnnotationValue::StringIid(x),
+                            }),
+                        })
+                        .collect(),
+                    r#type: Some(EventType::SliceBegin as i32),
+                    track_uuid: Some(track),
+                    flow_ids: flows,
+                    terminating_flow_ids: term,
+                    name: Some(EventName::NameIid(name)),
+                    ..Default::default()
+                })),
+                ..Default::default()
+            };
+            assert_eq!(buf.len(), prost_len(&want));
+            assert_eq!(decode_one(&buf), want);
         }
     }
 
