@@ -79,9 +79,12 @@ pub fn run(args: &ExportArgs) -> Result<()> {
             let c = c.inspect_err(|_| {
                 let _ = std::fs::remove_file(&tmp);
             })?;
+            // Slice and counter tracks counted apart, and the total with the
+            // process, thread-group and GPU-group tracks that hold them.
             let summary = format!(
-                "{} slices on {} tracks, {} flows, {} counter samples, {} bytes",
-                c.slices, c.slice_tracks, c.flows, c.counter_samples, c.bytes
+                "{} slices on {} slice tracks, {} counter samples on {} counter tracks \
+                 ({} tracks in all), {} flows, {} bytes",
+                c.slices, c.slice_tracks, c.counter_samples, c.counter_tracks, c.tracks, c.flows, c.bytes
             );
             (summary, serde_json::to_string_pretty(&c)?)
         }

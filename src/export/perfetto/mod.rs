@@ -163,15 +163,21 @@ pub fn write<W: Write>(
                 .map(|x| (x.0, tracks::RANK_COUNTER))
         }
     };
-    let mut heap: BinaryHeap<Reverse<(i64, u8, usize)>> = (0..pos.len())
-        .filter_map(|s| head(s, 0).map(|(t, r)| Reverse((t, r, s))))
+    // The key (time, rank, track) packed in one u128, ordered as the tuple:
+    // one comparison per heap step.
+    let key = |t: i64, r: u8, s: usize| -> Reverse<u128> {
+        let t = (t as u64 ^ (1 << 63)) as u128; // order-preserving for i64
+        Reverse(t << 64 | (r as u128) << 56 | s as u128)
+    };
+    let mut heap: BinaryHeap<Reverse<u128>> = (0..pos.len())
+        .filter_map(|s| head(s, 0).map(|(t, r)| key(t, r, s)))
         .collect();
     let mut args = Vec::with_capacity(16);
     let no_flows: &[u64] = &[];
     // The top entry is replaced in place (one sift down) rather than popped
     // and pushed again.
     while let Some(mut top) = heap.peek_mut() {
-        let Reverse((_, _, s)) = *top;
+        let s = (top.0 & ((1 << 56) - 1)) as usize;
         let p = pos[s];
         if s < n_slice {
             let track = &layout.slices[s];
@@ -195,7 +201,7 @@ pub fn write<W: Write>(
         }
         pos[s] = p + 1;
         match head(s, p + 1) {
-            Some((t, r)) => *top = Reverse((t, r, s)),
+            Some((t, r)) => *top = key(t, r, s),
             None => {
                 PeekMut::pop(top);
             }

@@ -471,7 +471,10 @@ impl InternedData {
 /// iid of `s` in `table` (iid = position + 1), adding it to `new` on
 /// first use.
 fn intern_static(table: &mut Vec<&'static str>, new: &mut Vec<InternedString>, s: &'static str) -> u64 {
-    if let Some(k) = table.iter().position(|&t| std::ptr::eq(t, s) || t == s) {
+    // The same literal is almost always the same pointer: look for that
+    // first, and compare text only when it is not there.
+    let k = table.iter().position(|&t| std::ptr::eq(t, s));
+    if let Some(k) = k.or_else(|| table.iter().position(|&t| t == s)) {
         return k as u64 + 1;
     }
     table.push(s);
