@@ -566,3 +566,33 @@ fn random_and_corrupted_buffers_never_panic() {
         }
     }
 }
+
+/// Decode speed (run with `--ignored --nocapture`, ideally `--release`):
+/// ~64 MB of the sample records, as a collector's buffers would hold them.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn decode_speed() {
+    let (buf, names) = sample(V13);
+    let copies = (64 << 20) / buf.bytes.len();
+    let records = copies * buf.offsets.len();
+    let big: Vec<u8> = buf.bytes.repeat(copies);
+    let t = std::time::Instant::now();
+    let mut d = Decoder::new(CUPTI_13_0, names);
+    for chunk in big.chunks(buf.bytes.len() * 1000) {
+        d.decode_buffer(chunk);
+    }
+    let decode = t.elapsed();
+    let (b, _) = d.finish();
+    let joined = t.elapsed();
+    let trace = b.finish();
+    let total = t.elapsed();
+    println!(
+        "{} MB, {records} records: decode {:.0} ms ({:.1} M records/s), +finish {:.0} ms, +trace {:.0} ms; {} GPU rows",
+        big.len() >> 20,
+        decode.as_secs_f64() * 1e3,
+        records as f64 / decode.as_secs_f64() / 1e6,
+        (joined - decode).as_secs_f64() * 1e3,
+        (total - joined).as_secs_f64() * 1e3,
+        trace.gpu.len()
+    );
+}

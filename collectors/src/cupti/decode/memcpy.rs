@@ -6,7 +6,7 @@
 use super::reader::{Reader, Short};
 
 /// Direction of a copy (`CUpti_ActivityMemcpyKind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CopyDirection {
     /// 1.
     HtoD,
@@ -53,7 +53,7 @@ impl CopyDirection {
 }
 
 /// Where a copy's or memset's memory lives (`CUpti_ActivityMemoryKind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemoryKind {
     /// 1: pageable host memory.
     Pageable,

@@ -135,6 +135,7 @@ pub struct Decoder<R: Resolver> {
     marker_ends: Vec<(u32, Ns)>,
     kernel_names: HashMap<u64, StrId>,
     api_names: HashMap<(ApiKind, u32), StrId>,
+    copy_names: HashMap<(CopyDirection, MemoryKind, MemoryKind), StrId>,
 }
 
 impl<R: Resolver> Decoder<R> {
@@ -156,6 +157,7 @@ impl<R: Resolver> Decoder<R> {
             marker_ends: Vec::new(),
             kernel_names: HashMap::new(),
             api_names: HashMap::new(),
+            copy_names: HashMap::new(),
         }
     }
 
@@ -279,7 +281,18 @@ impl<R: Resolver> Decoder<R> {
                     return;
                 };
                 let mem = mem_kind(m.memory);
-                let name = self.builder.intern(&format!("Memset ({})", mem_label(m.memory)));
+                let name = match self
+                    .copy_names
+                    .get(&(CopyDirection::Unknown(0), m.memory, m.memory))
+                {
+                    Some(&n) => n,
+                    None => {
+                        let n = self.builder.intern(&format!("Memset ({})", mem_label(m.memory)));
+                        self.copy_names
+                            .insert((CopyDirection::Unknown(0), m.memory, m.memory), n);
+                        n
+                    }
+                };
                 let mut row = GpuActivity::new(
                     GpuKind::Memset,
                     m.device_id,
@@ -534,12 +547,19 @@ impl<R: Resolver> Decoder<R> {
         dst: MemoryKind,
         bytes: u64,
     ) -> GpuActivity {
-        let name = self.builder.intern(&format!(
-            "Memcpy {} ({} -> {})",
-            dir_label(dir),
-            mem_label(src),
-            mem_label(dst)
-        ));
+        let name = match self.copy_names.get(&(dir, src, dst)) {
+            Some(&n) => n,
+            None => {
+                let n = self.builder.intern(&format!(
+                    "Memcpy {} ({} -> {})",
+                    dir_label(dir),
+                    mem_label(src),
+                    mem_label(dst)
+                ));
+                self.copy_names.insert((dir, src, dst), n);
+                n
+            }
+        };
         let mut row = GpuActivity::new(
             GpuKind::Memcpy,
             device,
