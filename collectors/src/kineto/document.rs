@@ -33,6 +33,8 @@ pub struct Reach {
     pub cut: Option<bool>,
     /// The event limit stopped the reading.
     pub limited: bool,
+    /// Just after the top-level value, when it was read to its end.
+    pub end: usize,
 }
 
 /// Parses a whole (decompressed) trace into a builder, not yet finished.
@@ -60,6 +62,14 @@ pub fn read_document(
     if reach.cut.is_some() && reach.events == 0 {
         return Err(err.truncated());
     }
+    if reach.cut.is_none() && !reach.limited {
+        let end = skip_ws(buf, reach.end);
+        if end < buf.len() {
+            return Err(err.not_json(format!(
+                "unexpected data after the end of the trace, at byte offset {end}"
+            )));
+        }
+    }
     let mut builder = conv.into_builder();
     apply_header(&mut builder, header);
     Ok((builder, reach))
@@ -70,6 +80,10 @@ fn reach_of(parsed: &Parsed<'_>) -> Reach {
         events: parsed.events,
         cut: (parsed.end == ArrayEnd::Truncated).then_some(true),
         limited: parsed.end == ArrayEnd::Limit,
+        end: match parsed.end {
+            ArrayEnd::Closed(p) => p,
+            _ => 0,
+        },
     }
 }
 
@@ -146,7 +160,7 @@ fn read_object<'a>(
         }
     }
     let (conv, reach) = events.ok_or_else(|| err.not_a_trace("there is no \"traceEvents\" key"))?;
-    Ok((conv, header, reach))
+    Ok((conv, header, Reach { end: p + 1, ..reach }))
 }
 
 impl Header {

@@ -303,6 +303,11 @@ fn parse_one<'a>(
                     Err(EventsError::TooDeep(offset))
                 } else if cut_off(buf, p, offset) {
                     Err(EventsError::Eof)
+                } else if let Some(end) = bad_string(buf, p, &e) {
+                    // A name with bytes that are not UTF-8 (or a broken
+                    // escape) spoils that event, not the file.
+                    conv.defect(index, "bad_string", || e.to_string());
+                    Ok(end)
                 } else {
                     Err(syntax(offset, index, e.to_string()))
                 }
@@ -317,6 +322,24 @@ fn parse_one<'a>(
 /// the end) and the event never closes.
 fn cut_off(buf: &[u8], p: usize, offset: usize) -> bool {
     offset + 6 >= buf.len() && skip_value(buf, p) == Err(ScanError::Eof)
+}
+
+/// The end of the event at `p` when serde's error `e` is about the text of
+/// a string (invalid UTF-8, a control character, a bad escape) and the event
+/// is otherwise whole.
+fn bad_string(buf: &[u8], p: usize, e: &serde_json::Error) -> Option<usize> {
+    const STRING_ERRORS: &[&str] = &[
+        "invalid unicode code point",
+        "control character",
+        "lone leading surrogate",
+        "invalid escape",
+        "unexpected end of hex escape",
+    ];
+    let msg = e.to_string();
+    if !STRING_ERRORS.iter().any(|m| msg.starts_with(m)) {
+        return None;
+    }
+    skip_value(buf, p).ok()
 }
 
 fn syntax(offset: usize, event: usize, reason: String) -> EventsError {
