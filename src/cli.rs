@@ -55,6 +55,12 @@ pub enum Command {
     /// whether NEW regressed (exit status 1).
     #[command(after_help = crate::diff_cmd::EXAMPLES)]
     Diff(crate::diff_cmd::DiffArgs),
+
+    /// Run built-in models (or a TorchScript file) through libtorch, time
+    /// them and write JSON lines that `diff` compares (needs the `torch`
+    /// build feature).
+    #[command(after_help = crate::bench_cmd::EXAMPLES)]
+    Bench(crate::bench_cmd::BenchArgs),
 }
 
 /// `gapscope analyze`.

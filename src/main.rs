@@ -7,6 +7,7 @@
 //! 1 kept for a meaningful negative result; a closed pipe is not an error).
 
 mod analyze;
+mod bench_cmd;
 mod cli;
 mod diff_cmd;
 mod export;
@@ -19,13 +20,32 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // `gapscope bench` reports a bad flag in one line (clap's first).
+        Err(e) if is_bench_usage_error(&e) => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let _ = writeln!(
+                io::stderr().lock(),
+                "gapscope bench: {first} (see gapscope bench --help)"
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => e.exit(),
+    };
     let result = match &cli.command {
         cli::Command::Analyze(args) => analyze::run(args),
         cli::Command::Export(args) => export_cmd::run(args),
         cli::Command::Report(args) => report::run(args),
         // 1 means "regression" here, so diff decides its own exit status.
         cli::Command::Diff(args) => return diff_cmd::main(args),
+        // 1 means "a model failed" here.
+        cli::Command::Bench(args) => match bench_cmd::run(args) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -52,4 +72,12 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
+}
+
+/// A usage error (not --help/--version) on the `bench` subcommand.
+fn is_bench_usage_error(e: &clap::Error) -> bool {
+    use clap::error::ErrorKind;
+    e.use_stderr()
+        && !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        && std::env::args().nth(1).as_deref() == Some("bench")
 }

@@ -3,6 +3,7 @@
 //! - [`trace`]: the columnar, nanosecond, interned data model ([`trace::Trace`])
 //!   and the [`trace::TraceBuilder`] every source goes through.
 //! - [`kineto`]: PyTorch profiler (Kineto) Chrome-trace JSON import.
+//! - `torch` (feature `torch`): the tch model runner and operator observer.
 //!
 //! Collectors only record what happened; deciding what is a problem is the
 //! analyzers' job.
@@ -11,4 +12,6 @@
 
 pub mod cupti;
 pub mod kineto;
+#[cfg(feature = "torch")]
+pub mod torch;
 pub mod trace;
