@@ -6,6 +6,7 @@ use crate::export::{chrome, idle, perfetto};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use gapscope_collectors::kineto::{self, ImportOptions};
+use gapscope_collectors::trace::Trace;
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -64,20 +65,27 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     let trace = kineto::import_file(&args.trace, &import).map_err(|e| anyhow::anyhow!("{e}"))?;
     // Write beside the target and rename at the end: a truncated trace
     // loads its prefix without any error (perfetto.md pitfall 15), so a
-    // failed export must not leave one behind under the real name.
-    let tmp = tmp_path(&args.output);
+    // failed export must not leave one behind under the real name. A device
+    // or pipe (`-o /dev/null`) is written in place: renaming a file over it
+    // would replace it.
+    let in_place = args.output.exists() && !args.output.is_file();
+    let tmp = if in_place {
+        args.output.clone()
+    } else {
+        tmp_path(&args.output)
+    };
     let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
     let out = BufWriter::with_capacity(1 << 20, file);
     let (summary, stats) = match args.format {
         ExportFormat::Perfetto => {
             let gaps = idle::idle_gaps(&trace);
-            // Findings do not exist yet; when the detectors land, their
-            // spans go here and get a "Findings" track under each GPU.
-            let findings: &[perfetto::FindingSpan] = &[];
-            let c = perfetto::write(&trace, &gaps, findings, &perfetto::Options::default(), out);
+            let findings = finding_spans(&trace);
+            let c = perfetto::write(&trace, &gaps, &findings, &perfetto::Options::default(), out);
             let c = c.with_context(|| format!("{}: write failed", tmp.display()));
             let c = c.inspect_err(|_| {
-                let _ = std::fs::remove_file(&tmp);
+                if !in_place {
+                    let _ = std::fs::remove_file(&tmp);
+                }
             })?;
             // Slice and counter tracks counted apart, and the total with the
             // process, thread-group and GPU-group tracks that hold them.
@@ -91,14 +99,18 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         ExportFormat::Chrome => {
             let c = chrome::write(&trace, out).with_context(|| format!("{}: write failed", tmp.display()));
             let c = c.inspect_err(|_| {
-                let _ = std::fs::remove_file(&tmp);
+                if !in_place {
+                    let _ = std::fs::remove_file(&tmp);
+                }
             })?;
             let summary = format!("{} events, {} flows", c.events, c.flows);
             (summary, serde_json::to_string_pretty(&c)?)
         }
     };
-    std::fs::rename(&tmp, &args.output)
-        .with_context(|| format!("{}: cannot write", args.output.display()))?;
+    if !in_place {
+        std::fs::rename(&tmp, &args.output)
+            .with_context(|| format!("{}: cannot write", args.output.display()))?;
+    }
     if let Some(p) = &args.stats_json {
         std::fs::write(p, stats + "\n").with_context(|| format!("{}: cannot write", p.display()))?;
     }
@@ -110,6 +122,31 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The analysis's findings, one slice per piece of evidence, on a
+/// "Findings" track under each GPU: `#rank title`, with the finding's id,
+/// savings and hint as args, so the timeline shows where each one happens.
+fn finding_spans(trace: &Trace) -> Vec<perfetto::FindingSpan> {
+    let analysis = gapscope_analyzers::analysis::analyze(trace, &Default::default());
+    let mut spans = Vec::new();
+    for (i, f) in analysis.findings.iter().enumerate() {
+        for e in &f.evidence {
+            spans.push(perfetto::FindingSpan {
+                device: f.device,
+                start: e.start_ns,
+                end: e.end_ns.max(e.start_ns),
+                title: format!("#{} {}", i + 1, f.title),
+                args: vec![
+                    ("finding", f.id.clone()),
+                    ("detector", f.detector.clone()),
+                    ("est_savings_ns", f.est_savings_ns.to_string()),
+                    ("hint", f.hint.clone()),
+                ],
+            });
+        }
+    }
+    spans
 }
 
 fn tmp_path(out: &Path) -> PathBuf {
