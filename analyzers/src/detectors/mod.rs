@@ -907,14 +907,21 @@ impl Cx<'_> {
         d.pieces = g.pieces.clone();
         d.blame = Some(g.blame.clone());
         d.remove_piece_cpu = false;
+        let rt = &self.trace.runtime;
         for &i in &g.pieces {
             let p = &self.pieces[i];
             if p.blocking != NONE {
                 d.edit.no_wait.push(p.blocking);
+                // The wait removed from the other launching threads too
+                // (the autograd thread waits for the one that synced).
+                let b = p.blocking as usize;
+                d.edit.remove_cpu.push((rt.thread[b], (rt.start[b], rt.end[b])));
             } else if let Some(t) = p.thread {
                 d.edit.remove_cpu.push((t, (p.start, p.end)));
             }
         }
+        d.edit.remove_cpu.sort_unstable();
+        d.edit.remove_cpu.dedup();
         d.edit.no_wait.sort_unstable();
         d.edit.no_wait.dedup();
         for &c in g.calls.iter().take(MAX_EVIDENCE / 2) {

@@ -16,7 +16,8 @@
 //! plugin's communication threshold). Claims: idle pieces where the host
 //! waits on, or is inside the call of, one of those copies. Explained: that
 //! idle time plus the copies' busy time (keeping the buffers resident
-//! removes both). Savings: replay without the copies and their waits.
+//! removes both). Savings: replay without the copies, their waits and the
+//! host time of their copy calls.
 
 use super::{fmt_ns, Cx, Draft};
 use crate::causes::Cause;
@@ -124,6 +125,16 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         let p = &cx.pieces[i];
         if p.blocking != NONE {
             d.edit.no_wait.push(p.blocking);
+        }
+    }
+    // The host time of the copy calls goes too: a pageable copy keeps its
+    // call busy for as long as the copy runs.
+    let rt = &cx.trace.runtime;
+    for &r in &rows {
+        let c = cx.trace.links.gpu_launch[r as usize];
+        if c != NONE {
+            let c = c as usize;
+            d.edit.remove_cpu.push((rt.thread[c], (rt.start[c], rt.end[c])));
         }
     }
     d.pieces = pieces;

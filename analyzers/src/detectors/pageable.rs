@@ -14,11 +14,14 @@
 //! (nsys flags each); the idle pieces inside their copy calls are claimed.
 //! Copies of at most 16 bytes are D7's. Threshold: the pageable copies'
 //! busy and idle time together at least [`NOISE_NS`](super::NOISE_NS).
-//! Savings: replay without the host time spent in those calls (pinned
-//! source, copy queued asynchronously).
+//! Attribution: the call that launched the longest pageable copy.
+//! Explained: the idle pieces plus the copies' busy time. Savings: replay
+//! without the copies and the host time spent in their calls (pinned
+//! source, copy queued asynchronously on a side stream and prefetched, so
+//! it overlaps compute).
 
 use super::{fmt_ns, CallClass, Cx, Draft, NOISE_NS, TINY_COPY_BYTES};
-use gapscope_collectors::trace::{GpuKind, MemKind, Ns};
+use gapscope_collectors::trace::{GpuKind, MemKind, Ns, NONE};
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let g = &cx.trace.gpu;
@@ -48,11 +51,13 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         return Vec::new();
     }
     let n = cx.n_steps();
-    let blame = if pieces.is_empty() {
-        cx.launch_blame(copies[0])
-    } else {
-        cx.blame(&pieces)
-    };
+    // Blame the call that launched the largest copy: the idle pieces
+    // inside the copy calls are few when the GPU is busy copying.
+    let largest = *copies
+        .iter()
+        .max_by_key(|&&c| (g.dur(c as usize), std::cmp::Reverse(c)))
+        .expect("copies");
+    let blame = cx.launch_blame(largest);
     let place = cx.where_(&blame.0, &blame.2);
     let title = format!(
         "{} copies use pageable host memory ({:.1} MB, {} of copies, {} idle)",
@@ -66,13 +71,26 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
          staged by the driver and block the host, so they cannot overlap compute. Use \
          `DataLoader(pin_memory=True)` and `.to(device, non_blocking=True)`, or allocate the host \
          buffer pinned once (`torch.empty(..., pin_memory=True)`); calling `.pin_memory()` \
-         right before each copy is slower, not faster.",
+         right before each copy is slower, not faster. Issue the next batch's copy on a side \
+         stream while this one computes so the copy overlaps compute.",
         bytes as f64 / 1e6 / n as f64
     );
     let mut d = Draft::new("D8", "pageable_copies", title, hint);
     d.occurrences = copies.len() as u64;
     for &c in copies.iter().take(super::MAX_EVIDENCE / 2) {
         d.evidence.push(cx.gpu_evidence(c));
+    }
+    // The fix (pinned buffers, copies on a side stream, the next batch
+    // prefetched) takes the copies off the compute stream and the host.
+    d.removed_busy_ns = busy;
+    d.edit.remove_gpu = copies.clone();
+    let rt = &cx.trace.runtime;
+    for &r in &copies {
+        let c = cx.trace.links.gpu_launch[r as usize];
+        if c != NONE {
+            let c = c as usize;
+            d.edit.remove_cpu.push((rt.thread[c], (rt.start[c], rt.end[c])));
+        }
     }
     d.pieces = pieces;
     d.blame = Some(blame);

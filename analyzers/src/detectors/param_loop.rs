@@ -39,13 +39,21 @@ enum Loop {
 fn loop_kind(name: &str) -> Option<Loop> {
     if name.contains("zero_grad") {
         Some(Loop::ZeroGrad)
-    } else if name.starts_with("Optimizer.step#") {
+    } else if name.starts_with("Optimizer.step#") || is_user_optimizer_range(name) {
         Some(Loop::Step)
     } else if name.contains("clip_grad_norm") {
         Some(Loop::Clip)
     } else {
         None
     }
+}
+
+/// A user range around a hand-written optimizer step (`record_function(
+/// "optimizer")`, `opt_step`): a loop of small kernels there is the same
+/// pattern as in `Optimizer.step#…` (the fused check still applies).
+fn is_user_optimizer_range(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    l == "optimizer" || l == "optimizer_step" || l == "opt_step" || l == "optimizer.step"
 }
 
 struct Found {
@@ -120,6 +128,21 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             }
         }
     }
+    // Nested loop ranges (a user `optimizer` range around
+    // `Optimizer.step#…`): keep the innermost, the more specific name.
+    let contains = |a: &Found, b: &Found| {
+        let (a, b) = (a.range as usize, b.range as usize);
+        a != b && ops.thread[a] == ops.thread[b] && ops.start[a] <= ops.start[b] && ops.end[b] <= ops.end[a]
+    };
+    let inner: Vec<bool> = found
+        .iter()
+        .map(|f| !found.iter().any(|g| contains(f, g)))
+        .collect();
+    let found: Vec<Found> = found
+        .into_iter()
+        .zip(inner)
+        .filter_map(|(f, keep)| keep.then_some(f))
+        .collect();
     // One finding per range name, largest first.
     let mut by_name: HashMap<u32, Vec<Found>> = HashMap::new();
     for f in found {
