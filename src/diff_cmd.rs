@@ -328,9 +328,7 @@ fn trace_diff(args: &DiffArgs, th: &Thresholds) -> Result<TraceDiff> {
     let (ba, bo) = load(&args.base)?;
     let (na, no) = load(&args.new)?;
     let ops = ops::diff(&bo, &no);
-    // The analysis carries no findings yet: both lists stay empty until it
-    // does, and the comparison of findings is already in place for then.
-    let (bf, nf) = (Vec::new(), Vec::new());
+    let (bf, nf) = (finding_summaries(&ba), finding_summaries(&na));
     Ok(trace::diff(
         Side {
             analysis: &ba,
@@ -757,6 +755,25 @@ fn ops_section(title: &str, d: &OpsDiff, keep: impl Fn(OpCategory) -> bool, top:
         ]);
     }
     s
+}
+
+/// The analysis's findings as the comparison sees them: a detector and
+/// what it names (the first of source, operator, annotation; traces of the
+/// same program name the same lines), with its saving.
+fn finding_summaries(a: &gapscope_analyzers::analysis::Analysis) -> Vec<trace::FindingSummary> {
+    a.findings
+        .iter()
+        .map(|f| trace::FindingSummary {
+            id: f.detector.clone(),
+            subject: [&f.source, &f.operator, &f.annotation]
+                .into_iter()
+                .flatten()
+                .next()
+                .cloned()
+                .unwrap_or_else(|| f.id.clone()),
+            savings_ns: f.est_savings_ns,
+        })
+        .collect()
 }
 
 #[cfg(test)]
