@@ -61,8 +61,8 @@
 
 use crate::evidence::DeviceEvidence;
 use crate::intervals::{union, Span};
-use gapscope_collectors::trace::{GpuKind, Ns, ThreadId, Trace, NONE};
-use std::collections::HashMap;
+use gapscope_collectors::trace::{FxHashMap, GpuKind, Ns, ThreadId, Trace, NONE};
+use std::sync::Mutex;
 
 /// A fix expressed as a change to the dependency graph.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -103,8 +103,34 @@ enum Ev {
     Gpu(u32),
 }
 
+/// Replayed times of every node: calls' `[cs, ce)`, GPU rows' `[gs, ge)`.
+#[derive(Clone, Debug, Default)]
+struct State {
+    cs: Vec<Ns>,
+    ce: Vec<Ns>,
+    gs: Vec<Ns>,
+    ge: Vec<Ns>,
+}
+
+impl State {
+    fn zeros(nc: usize, ng: usize) -> State {
+        State {
+            cs: vec![0; nc],
+            ce: vec![0; nc],
+            gs: vec![0; ng],
+            ge: vec![0; ng],
+        }
+    }
+}
+
 /// The dependency graph of one device in one window, ready to replay many
 /// edits (the event order is computed once; each replay is one pass).
+///
+/// A replay of an edit starts from the baseline's state at the first event
+/// the edit can change: every event before it computes exactly what the
+/// baseline computed (same inputs, same arithmetic), so only the rest of the
+/// window is replayed, in a reused buffer rather than freshly allocated
+/// arrays.
 pub struct Replay {
     window: Span,
     // Calls.
@@ -120,20 +146,35 @@ pub struct Replay {
     own: Vec<Ns>,
     /// GPU nodes each call launched.
     launched: Vec<Vec<u32>>,
+    /// Per call, in node order: the latest recorded start or end of calls
+    /// `0..=c` (the first call an edit's CPU time can touch).
+    reach: Vec<Ns>,
     // GPU rows.
     gpu_row: Vec<u32>,
     gs: Vec<Ns>,
     ge: Vec<Ns>,
-    g_stream: Vec<usize>,
     g_launch: Vec<u32>,
+    /// Recorded start of the row's launch call (its own start without one).
+    g_launch_start: Vec<Ns>,
     g_delay: Vec<Ns>,
     g_prev: Vec<u32>,
     g_stream_lag: Vec<Ns>,
-    n_streams: usize,
+    /// Per stream: its GPU nodes in order.
+    stream_nodes: Vec<Vec<u32>>,
     events: Vec<Ev>,
-    /// Thread index → the last call node of the thread.
-    thread_last: HashMap<u32, u32>,
+    /// Position in `events` of each call's start and end and each GPU row.
+    start_pos: Vec<u32>,
+    end_pos: Vec<u32>,
+    gpu_pos: Vec<u32>,
+    /// (thread index, the last call node of the thread), by thread.
+    thread_last: Vec<(u32, u32)>,
     baseline: Ns,
+    /// The baseline replay's times.
+    base: State,
+    /// `base_ge_max[i]`: the latest baseline end of GPU nodes `0..i`.
+    base_ge_max: Vec<Ns>,
+    /// Buffers holding the baseline's times, reused by [`Replay::savings`].
+    pool: Mutex<Vec<State>>,
 }
 
 /// New times of every node after a replay.
@@ -170,7 +211,8 @@ impl Replay {
         let (ws, we) = window;
         let rt = &trace.runtime;
         let g = &trace.gpu;
-        let mut launcher = vec![false; trace.threads.len()];
+        let n_threads = trace.threads.len();
+        let mut launcher = vec![false; n_threads];
         for t in &ev.launchers {
             launcher[t.0 as usize] = true;
         }
@@ -190,11 +232,24 @@ impl Replay {
         let ce: Vec<Ns> = call_rows.iter().map(|&r| rt.end[r as usize]).collect();
         let call_thread: Vec<u32> = call_rows.iter().map(|&r| rt.thread[r as usize].0).collect();
         let mut prev_on_thread = vec![NONE; nc];
-        let mut thread_last: HashMap<u32, u32> = HashMap::new();
+        // Every call's thread is a launcher, hence an index below n_threads.
+        let mut last_of_thread = vec![NONE; n_threads];
         for i in 0..nc {
-            if let Some(p) = thread_last.insert(call_thread[i], i as u32) {
-                prev_on_thread[i] = p;
-            }
+            let t = call_thread[i] as usize;
+            prev_on_thread[i] = last_of_thread[t];
+            last_of_thread[t] = i as u32;
+        }
+        let thread_last: Vec<(u32, u32)> = last_of_thread
+            .iter()
+            .enumerate()
+            .filter(|&(_, &l)| l != NONE)
+            .map(|(t, &l)| (t as u32, l))
+            .collect();
+        let mut reach = Vec::with_capacity(nc);
+        let mut latest = Ns::MIN;
+        for i in 0..nc {
+            latest = latest.max(cs[i]).max(ce[i]);
+            reach.push(latest);
         }
 
         // GPU nodes and streams.
@@ -204,7 +259,7 @@ impl Replay {
                 g.device[i] == device && g.is_busy(i) && g.start[i] < we && g.end[i] > ws
             })
             .collect();
-        let mut stream_ix: HashMap<i64, usize> = HashMap::new();
+        let mut stream_ix: FxHashMap<i64, usize> = FxHashMap::default();
         let g_stream: Vec<usize> = gpu_row
             .iter()
             .map(|&r| {
@@ -217,16 +272,23 @@ impl Replay {
         let mut launched = vec![Vec::new(); nc];
         let mut g_launch = vec![NONE; gpu_row.len()];
         let mut g_prev = vec![NONE; gpu_row.len()];
-        let mut last_on_stream = vec![NONE; stream_ix.len()];
+        let mut stream_nodes: Vec<Vec<u32>> = vec![Vec::new(); stream_ix.len()];
         for (i, &r) in gpu_row.iter().enumerate() {
             let call = trace.links.gpu_launch[r as usize];
             if let Some(c) = (call != NONE).then(|| node_of(call)).flatten() {
                 g_launch[i] = c;
                 launched[c as usize].push(i as u32);
             }
-            g_prev[i] = last_on_stream[g_stream[i]];
-            last_on_stream[g_stream[i]] = i as u32;
+            let on_stream = &mut stream_nodes[g_stream[i]];
+            g_prev[i] = on_stream.last().copied().unwrap_or(NONE);
+            on_stream.push(i as u32);
         }
+        let g_launch_start: Vec<Ns> = (0..gpu_row.len())
+            .map(|i| match g_launch[i] {
+                NONE => gs[i],
+                c => cs[c as usize],
+            })
+            .collect();
         let mut g_delay = vec![0; gpu_row.len()];
         let mut g_stream_lag = vec![0; gpu_row.len()];
         for i in 0..gpu_row.len() {
@@ -250,7 +312,7 @@ impl Replay {
 
         // What each blocking call waits for.
         let mut wait = vec![Wait::No; nc];
-        let sync_records: HashMap<u64, i64> = (0..g.len())
+        let sync_records: FxHashMap<u64, i64> = (0..g.len())
             .filter(|&i| g.kind[i] == GpuKind::Sync && g.correlation[i] != 0 && g.stream[i] >= 0)
             .map(|i| (g.correlation[i], g.stream[i]))
             .collect();
@@ -276,28 +338,36 @@ impl Replay {
         // Stable and adaptive: call ends are nearly in order already.
         ends.sort_by_key(|&i| (ce[i as usize], end_rank(i as usize)));
         let mut events: Vec<Ev> = Vec::with_capacity(2 * nc + gpu_row.len());
+        let mut start_pos = vec![0u32; nc];
+        let mut end_pos = vec![0u32; nc];
+        let mut gpu_pos = vec![0u32; gpu_row.len()];
         let (mut a, mut b, mut c) = (0usize, 0usize, 0usize);
         loop {
             let ka = ends.get(a).map(|&i| (ce[i as usize], end_rank(i as usize)));
             let kb = (b < nc).then(|| (cs[b], 1u8));
             let kc = (c < gs.len()).then(|| (gs[c], 2u8));
             let best = [ka, kb, kc].into_iter().flatten().min();
+            let at = events.len() as u32;
             match best {
                 None => break,
                 Some(k) if Some(k) == ka => {
+                    end_pos[ends[a] as usize] = at;
                     events.push(Ev::CallEnd(ends[a]));
                     a += 1;
                 }
                 Some(k) if Some(k) == kb => {
+                    start_pos[b] = at;
                     events.push(Ev::CallStart(b as u32));
                     b += 1;
                 }
                 Some(_) => {
+                    gpu_pos[c] = at;
                     events.push(Ev::Gpu(c as u32));
                     c += 1;
                 }
             }
         }
+        let ng = gpu_row.len();
         let mut replay = Replay {
             window,
             call_row: call_rows,
@@ -309,22 +379,32 @@ impl Replay {
             ret: vec![0; nc],
             own: vec![0; nc],
             launched,
+            reach,
             gpu_row,
             gs,
             ge,
-            g_stream,
             g_launch,
+            g_launch_start,
             g_delay,
             g_prev,
             g_stream_lag,
-            n_streams: stream_ix.len(),
+            stream_nodes,
             events,
+            start_pos,
+            end_pos,
+            gpu_pos,
             thread_last,
             baseline: 0,
+            base: State::default(),
+            base_ge_max: Vec::new(),
+            pool: Mutex::new(Vec::new()),
         };
         // Calibrate the sync edges: what each blocking call awaited in the
         // recording, hence its return latency and its non-waiting part.
-        let awaited = replay.pass(&Prepared::none(&replay), true).1;
+        let none = Applied::none();
+        let mut awaited = vec![Ns::MIN; nc];
+        let mut st = State::zeros(nc, ng);
+        replay.pass(&mut st, 0, &none, Some(&mut awaited));
         for (i, &w) in awaited.iter().enumerate() {
             if replay.wait[i] == Wait::No {
                 continue;
@@ -341,7 +421,19 @@ impl Replay {
             replay.ret[i] = r;
             replay.own[i] = if w > replay.cs[i] { r } else { dur };
         }
-        replay.baseline = replay.run(&Edit::default()).makespan;
+        drop(awaited);
+        // The baseline, from scratch, into the same buffer.
+        replay.pass(&mut st, 0, &none, None);
+        replay.baseline = replay.makespan(&st, 0, &none);
+        let mut base_ge_max = Vec::with_capacity(ng + 1);
+        let mut latest = Ns::MIN;
+        base_ge_max.push(latest);
+        for &e in &st.ge {
+            latest = latest.max(e);
+            base_ge_max.push(latest);
+        }
+        replay.base_ge_max = base_ge_max;
+        replay.base = st;
         replay
     }
 
@@ -350,145 +442,235 @@ impl Replay {
         self.baseline
     }
 
-    /// Replays `edit`.
+    /// Replays `edit` over the whole window.
     pub fn run(&self, edit: &Edit) -> Outcome {
-        let p = Prepared::new(self, edit);
-        self.pass(&p, false).0
+        let a = Applied::new(self, edit);
+        let mut st = State::zeros(self.cs.len(), self.gs.len());
+        self.pass(&mut st, 0, &a, None);
+        Outcome {
+            makespan: self.makespan(&st, 0, &a),
+            gpu_row: self.gpu_row.clone(),
+            gs: st.gs,
+            ge: st.ge,
+            call_row: self.call_row.clone(),
+            cs: st.cs,
+            ce: st.ce,
+        }
     }
 
     /// How much earlier the device and its launching threads finish with
-    /// `edit` applied (never negative).
+    /// `edit` applied (never negative). Equal to the baseline's makespan
+    /// less [`Replay::run`]'s, replaying only from the first event the edit
+    /// changes.
     pub fn savings(&self, edit: &Edit) -> Ns {
         if edit.is_empty() {
             return 0;
         }
-        (self.baseline - self.run(edit).makespan).max(0)
+        let a = Applied::new(self, edit);
+        let from = self.first_changed(&a);
+        let mut st = self
+            .pool
+            .lock()
+            .ok()
+            .and_then(|mut p| p.pop())
+            .unwrap_or_else(|| self.base.clone());
+        self.pass(&mut st, from, &a, None);
+        let gpu_from = self.gpu_pos.partition_point(|&p| (p as usize) < from);
+        let makespan = self.makespan(&st, gpu_from, &a);
+        // Back to the baseline's times for the next replay.
+        let call_from = self.start_pos.partition_point(|&p| (p as usize) < from);
+        st.cs[call_from..].copy_from_slice(&self.base.cs[call_from..]);
+        st.gs[gpu_from..].copy_from_slice(&self.base.gs[gpu_from..]);
+        st.ge[gpu_from..].copy_from_slice(&self.base.ge[gpu_from..]);
+        for &e in &self.events[from..] {
+            if let Ev::CallEnd(c) = e {
+                st.ce[c as usize] = self.base.ce[c as usize];
+            }
+        }
+        if let Ok(mut p) = self.pool.lock() {
+            p.push(st);
+        }
+        (self.baseline - makespan).max(0)
     }
 
-    /// One pass in recorded order. With `calibrate`, blocking calls end when
-    /// they did and the second result holds what each awaited.
-    fn pass(&self, p: &Prepared, calibrate: bool) -> (Outcome, Vec<Ns>) {
-        let nc = self.cs.len();
-        let ng = self.gs.len();
-        let mut ncs = vec![0; nc];
-        let mut nce = vec![0; nc];
-        let mut ended = vec![false; nc];
-        let mut started = vec![false; nc];
-        let mut ngs = vec![0; ng];
-        let mut nge = vec![0; ng];
-        // Per stream: (recorded launch start, replayed end) in stream order.
-        let mut streams: Vec<Vec<(Ns, Ns)>> = vec![Vec::new(); self.n_streams];
-        let mut awaited = vec![Ns::MIN; if calibrate { nc } else { 0 }];
-        for &e in &self.events {
+    /// The first event whose inputs `a` changes (`events.len()` when none).
+    fn first_changed(&self, a: &Applied) -> usize {
+        let mut from = self.events.len();
+        // Removed CPU time changes a call only when the call, or the time
+        // before it since its thread's previous call, reaches past the
+        // first removed span's start; `reach` is monotonic.
+        if let Some(&(s0, _)) = a.all.spans.first() {
+            let c = self.reach.partition_point(|&r| r <= s0);
+            if c < self.start_pos.len() {
+                from = from.min(self.start_pos[c] as usize);
+            }
+        }
+        // A call's changes are read at its end and by the rows it launched
+        // once it started: never before its start.
+        if let Some(&c) = a.no_wait.first() {
+            from = from.min(self.start_pos[c as usize] as usize);
+        }
+        if let Some(&i) = a.removed_gpu.first() {
+            from = from.min(self.gpu_pos[i as usize] as usize);
+        }
+        from
+    }
+
+    /// CPU time `a` removes before call `c` since its thread's previous call.
+    fn removed_before(&self, a: &Applied, c: usize) -> Ns {
+        if a.all.spans.is_empty() {
+            return 0;
+        }
+        let from = match self.prev_on_thread[c] {
+            NONE => self.window.0,
+            q if self.cs[c] >= self.ce[q as usize] => self.ce[q as usize],
+            q => self.cs[q as usize],
+        };
+        // Between its calls a thread either works (its own removed time
+        // counts) or waits for another launching thread (the forward
+        // thread for the autograd thread, and back): time removed on any
+        // launching thread then shortens the wait too.
+        a.all.within(from, self.cs[c])
+    }
+
+    /// CPU time `a` removes inside call `c` (on its own thread only).
+    fn removed_inside(&self, a: &Applied, c: usize) -> Ns {
+        match a.by_thread.get(self.call_thread[c] as usize) {
+            Some(own) => own.within(self.cs[c], self.ce[c]),
+            None => 0,
+        }
+    }
+
+    /// Replays events `from..` into `st`, whose nodes before `from` must
+    /// hold the times of a replay of the same edit (the baseline's, when
+    /// `a` changes nothing before `from`). With `awaited`, blocking calls
+    /// end when they did and `awaited` receives what each awaited.
+    fn pass(&self, st: &mut State, from: usize, a: &Applied, mut awaited: Option<&mut [Ns]>) {
+        // Calls start and GPU rows run in node order: nodes below these
+        // counts have been replayed.
+        let mut started = self.start_pos.partition_point(|&p| (p as usize) < from);
+        let mut gpu_done = self.gpu_pos.partition_point(|&p| (p as usize) < from);
+        for (pos, &e) in self.events.iter().enumerate().skip(from) {
             match e {
                 Ev::CallStart(c) => {
                     let c = c as usize;
+                    let removed = self.removed_before(a, c);
                     let prev = self.prev_on_thread[c];
-                    ncs[c] = if prev == NONE {
-                        self.cs[c] - p.removed_before[c]
+                    st.cs[c] = if prev == NONE {
+                        self.cs[c] - removed
                     } else {
                         let q = prev as usize;
-                        if ended[q] && self.cs[c] >= self.ce[q] {
-                            nce[q] + (self.cs[c] - self.ce[q]) - p.removed_before[c]
+                        if (self.end_pos[q] as usize) < pos && self.cs[c] >= self.ce[q] {
+                            st.ce[q] + (self.cs[c] - self.ce[q]) - removed
                         } else {
-                            ncs[q] + (self.cs[c] - self.cs[q]) - p.removed_before[c]
+                            st.cs[q] + (self.cs[c] - self.cs[q]) - removed
                         }
                     };
-                    started[c] = true;
+                    started = c + 1;
                 }
                 Ev::CallEnd(c) => {
                     let c = c as usize;
                     let dur = self.ce[c] - self.cs[c];
-                    nce[c] = match self.wait[c] {
-                        Wait::No => ncs[c] + dur - p.removed_inside[c],
-                        _ if calibrate => {
-                            awaited[c] = self.awaited(c, &streams, &nge);
-                            ncs[c] + dur
+                    st.ce[c] = match self.wait[c] {
+                        Wait::No => st.cs[c] + dur - self.removed_inside(a, c),
+                        _ if awaited.is_some() => {
+                            let w = self.awaited(c, st, gpu_done);
+                            if let Some(aw) = awaited.as_deref_mut() {
+                                aw[c] = w;
+                            }
+                            st.cs[c] + dur
                         }
-                        _ if p.no_wait[c] => ncs[c] + self.own[c],
+                        _ if a.no_wait.binary_search(&(c as u32)).is_ok() => st.cs[c] + self.own[c],
                         _ => {
-                            let w = self.awaited(c, &streams, &nge);
-                            (ncs[c] + self.own[c]).max(w.saturating_add(self.ret[c]))
+                            let w = self.awaited(c, st, gpu_done);
+                            (st.cs[c] + self.own[c]).max(w.saturating_add(self.ret[c]))
                         }
                     };
-                    ended[c] = true;
                 }
                 Ev::Gpu(i) => {
                     let i = i as usize;
                     let mut start = Ns::MIN;
                     let c = self.g_launch[i];
-                    if c != NONE && started[c as usize] {
+                    let launched = c != NONE && (c as usize) < started;
+                    if launched {
                         // CPU time removed inside the launch call shortens
                         // the launch itself (launch overhead removed).
-                        let d = (self.g_delay[i] - p.removed_inside[c as usize]).max(0);
-                        start = ncs[c as usize] + d;
+                        let d = (self.g_delay[i] - self.removed_inside(a, c as usize)).max(0);
+                        start = st.cs[c as usize] + d;
                     }
                     let prev = self.g_prev[i];
                     if prev != NONE {
-                        let lag = if c != NONE && !started[c as usize] {
+                        let lag = if c != NONE && !launched {
                             // Clock skew put the row before its launch: keep
                             // its recorded distance to its stream neighbour.
                             self.gs[i] - self.ge[prev as usize]
                         } else {
                             self.g_stream_lag[i]
                         };
-                        start = start.max(nge[prev as usize] + lag);
+                        start = start.max(st.ge[prev as usize] + lag);
                     }
                     if start == Ns::MIN {
                         start = self.gs[i];
                     }
-                    ngs[i] = start;
-                    nge[i] = start
-                        + if p.removed_gpu[i] {
+                    st.gs[i] = start;
+                    st.ge[i] = start
+                        + if !a.removed_gpu.is_empty() && a.removed_gpu.binary_search(&(i as u32)).is_ok() {
                             0
                         } else {
                             self.ge[i] - self.gs[i]
                         };
-                    let launch_start = if c != NONE {
-                        self.cs[c as usize]
-                    } else {
-                        self.gs[i]
-                    };
-                    streams[self.g_stream[i]].push((launch_start, nge[i]));
+                    gpu_done = i + 1;
                 }
             }
         }
-        let mut makespan = nge.iter().copied().max().unwrap_or(Ns::MIN);
-        for (&t, &last) in &self.thread_last {
-            let l = last as usize;
-            let tail = (self.window.1 - self.ce[l]).max(0) - p.removed_tail.get(&t).copied().unwrap_or(0);
-            makespan = makespan.max(nce[l] + tail.max(0));
-        }
-        let out = Outcome {
-            makespan,
-            gpu_row: self.gpu_row.clone(),
-            gs: ngs,
-            ge: nge,
-            call_row: self.call_row.clone(),
-            cs: ncs,
-            ce: nce,
-        };
-        (out, awaited)
     }
 
-    /// The replayed end of the work blocking call `c` waits for.
-    fn awaited(&self, c: usize, streams: &[Vec<(Ns, Ns)>], nge: &[Ns]) -> Ns {
+    /// The makespan of a finished replay in `st`; GPU nodes below `gpu_from`
+    /// hold the baseline's times.
+    fn makespan(&self, st: &State, gpu_from: usize, a: &Applied) -> Ns {
+        let before = if gpu_from == 0 {
+            Ns::MIN
+        } else {
+            self.base_ge_max[gpu_from]
+        };
+        let mut makespan = st.ge[gpu_from..].iter().copied().fold(before, Ns::max);
+        for &(_, last) in &self.thread_last {
+            let l = last as usize;
+            let removed = a.all.within(self.ce[l], self.window.1);
+            let tail = (self.window.1 - self.ce[l]).max(0) - removed;
+            makespan = makespan.max(st.ce[l] + tail.max(0));
+        }
+        makespan
+    }
+
+    /// The replayed end of the work blocking call `c` waits for, when GPU
+    /// nodes below `gpu_done` have been replayed (a row not yet replayed
+    /// counts as ending at 0).
+    fn awaited(&self, c: usize, st: &State, gpu_done: usize) -> Ns {
         let before = self.cs[c];
-        let last_before = |s: &Vec<(Ns, Ns)>| {
-            s.iter()
+        let last_before = |s: &Vec<u32>| {
+            let pushed = s.partition_point(|&g| (g as usize) < gpu_done);
+            s[..pushed]
+                .iter()
                 .rev()
-                .find(|&&(launch, _)| launch < before)
-                .map_or(Ns::MIN, |&(_, end)| end)
+                .find(|&&g| self.g_launch_start[g as usize] < before)
+                .map_or(Ns::MIN, |&g| st.ge[g as usize])
         };
         match self.wait[c] {
             Wait::No => Ns::MIN,
             Wait::Own => self.launched[c]
                 .iter()
-                .map(|&g| nge[g as usize])
+                .map(|&g| {
+                    if (g as usize) < gpu_done {
+                        st.ge[g as usize]
+                    } else {
+                        0
+                    }
+                })
                 .max()
                 .unwrap_or(Ns::MIN),
-            Wait::Stream(s) => last_before(&streams[s]),
-            Wait::All => streams.iter().map(last_before).max().unwrap_or(Ns::MIN),
+            Wait::Stream(s) => last_before(&self.stream_nodes[s]),
+            Wait::All => self.stream_nodes.iter().map(last_before).max().unwrap_or(Ns::MIN),
         }
     }
 
@@ -498,73 +680,54 @@ impl Replay {
     }
 }
 
-/// An [`Edit`] turned into per-node amounts.
-struct Prepared {
-    removed_before: Vec<Ns>,
-    removed_inside: Vec<Ns>,
-    removed_tail: HashMap<u32, Ns>,
-    no_wait: Vec<bool>,
-    removed_gpu: Vec<bool>,
+/// An [`Edit`] in the graph's terms.
+struct Applied {
+    /// Union of the CPU time removed on any thread.
+    all: Cumulative,
+    /// Per thread index: the CPU time removed on it.
+    by_thread: Vec<Cumulative>,
+    /// Call nodes that no longer wait, sorted.
+    no_wait: Vec<u32>,
+    /// GPU nodes that no longer run, sorted.
+    removed_gpu: Vec<u32>,
 }
 
-impl Prepared {
-    fn none(r: &Replay) -> Prepared {
-        Prepared {
-            removed_before: vec![0; r.cs.len()],
-            removed_inside: vec![0; r.cs.len()],
-            removed_tail: HashMap::new(),
-            no_wait: vec![false; r.cs.len()],
-            removed_gpu: vec![false; r.gs.len()],
+impl Applied {
+    fn none() -> Applied {
+        Applied {
+            all: Cumulative::new(Vec::new()),
+            by_thread: Vec::new(),
+            no_wait: Vec::new(),
+            removed_gpu: Vec::new(),
         }
     }
 
-    fn new(r: &Replay, edit: &Edit) -> Prepared {
-        let mut p = Prepared::none(r);
-        let mut by_thread: HashMap<u32, Vec<Span>> = HashMap::new();
+    fn new(r: &Replay, edit: &Edit) -> Applied {
+        let n = edit
+            .remove_cpu
+            .iter()
+            .map(|&(t, _)| t.0 as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut spans: Vec<Vec<Span>> = vec![Vec::new(); n];
         for &(t, s) in &edit.remove_cpu {
-            by_thread.entry(t.0).or_default().push(s);
+            spans[t.0 as usize].push(s);
         }
-        let all = Cumulative::new(union(edit.remove_cpu.iter().map(|&(_, s)| s).collect()));
-        let by_thread: HashMap<u32, Cumulative> = by_thread
-            .into_iter()
-            .map(|(t, spans)| (t, Cumulative::new(union(spans))))
-            .collect();
-        for c in 0..r.cs.len() {
-            if edit.remove_cpu.is_empty() {
-                break;
-            }
-            let prev = r.prev_on_thread[c];
-            let from = match prev {
-                NONE => r.window.0,
-                q if r.cs[c] >= r.ce[q as usize] => r.ce[q as usize],
-                q => r.cs[q as usize],
-            };
-            // Between its calls a thread either works (its own removed time
-            // counts) or waits for another launching thread (the forward
-            // thread for the autograd thread, and back): time removed on any
-            // launching thread then shortens the wait too.
-            p.removed_before[c] = all.within(from, r.cs[c]);
-            if let Some(own) = by_thread.get(&r.call_thread[c]) {
-                p.removed_inside[c] = own.within(r.cs[c], r.ce[c]);
-            }
+        let nodes = |rows: &[u32], of: &[u32]| {
+            let mut v: Vec<u32> = rows
+                .iter()
+                .filter_map(|row| of.binary_search(row).ok().map(|i| i as u32))
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        Applied {
+            all: Cumulative::new(union(edit.remove_cpu.iter().map(|&(_, s)| s).collect())),
+            by_thread: spans.into_iter().map(|s| Cumulative::new(union(s))).collect(),
+            no_wait: nodes(&edit.no_wait, &r.call_row),
+            removed_gpu: nodes(&edit.remove_gpu, &r.gpu_row),
         }
-        if !edit.remove_cpu.is_empty() {
-            for (&t, &last) in &r.thread_last {
-                p.removed_tail
-                    .insert(t, all.within(r.ce[last as usize], r.window.1));
-            }
-        }
-        for c in &edit.no_wait {
-            if let Ok(i) = r.call_row.binary_search(c) {
-                p.no_wait[i] = true;
-            }
-        }
-        for g in &edit.remove_gpu {
-            if let Ok(i) = r.gpu_row.binary_search(g) {
-                p.removed_gpu[i] = true;
-            }
-        }
-        p
     }
 }
 
@@ -611,8 +774,8 @@ impl Cumulative {
 fn sync_stream(
     trace: &Trace,
     call: u32,
-    sync_records: &HashMap<u64, i64>,
-    stream_ix: &HashMap<i64, usize>,
+    sync_records: &FxHashMap<u64, i64>,
+    stream_ix: &FxHashMap<i64, usize>,
 ) -> Option<usize> {
     let name = trace.strings.get(trace.runtime.name[call as usize]);
     if !name.contains("StreamSynchronize") {

@@ -1,10 +1,10 @@
 //! [`TraceBuilder`]: the one way rows get into a [`Trace`].
 
+use super::hash::FxHashMap;
 use super::links::Links;
 use super::strings::{StrId, Strings};
 use super::tables::*;
 use super::{Diagnostics, Ns, Trace, TraceMeta};
-use std::collections::HashMap;
 
 /// Collects rows with absolute times, then [`finish`](Self::finish)es them
 /// into a [`Trace`]. Importers that parse in parallel give each worker its own
@@ -18,7 +18,7 @@ pub struct TraceBuilder {
     pub diagnostics: Diagnostics,
     strings: Strings,
     threads: ThreadTable,
-    thread_index: HashMap<(i64, i64), ThreadId>,
+    thread_index: FxHashMap<(i64, i64), ThreadId>,
     devices: DeviceTable,
     gpu: GpuActivityTable,
     runtime: RuntimeCallTable,

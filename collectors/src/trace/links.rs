@@ -12,8 +12,8 @@
 //!                                                     call's start)
 //! ```
 
+use super::hash::FxHashMap;
 use super::tables::*;
-use std::collections::HashMap;
 
 /// Row-index links, computed once by `TraceBuilder::finish`.
 #[derive(Clone, Debug, Default)]
@@ -37,7 +37,8 @@ impl Links {
         ops: &CpuOpTable,
         thread_start: &[u32],
     ) -> Links {
-        let mut by_corr: HashMap<u64, u32> = HashMap::with_capacity(runtime.len());
+        let mut by_corr: FxHashMap<u64, u32> =
+            FxHashMap::with_capacity_and_hasher(runtime.len(), Default::default());
         for i in (0..runtime.len()).rev() {
             if runtime.correlation[i] != 0 {
                 // Iterating backwards keeps the earliest call for a duplicated id.
@@ -58,7 +59,7 @@ impl Links {
         // Kineto gives operators and runtime calls an "External id"; it is
         // the fallback when containment finds nothing (calls recorded on a
         // thread the operator did not run on).
-        let mut by_ext: HashMap<u64, u32> = HashMap::new();
+        let mut by_ext: FxHashMap<u64, u32> = FxHashMap::default();
         for i in 0..ops.len() {
             if ops.external_id[i] != 0 && ops.kind[i] == CpuOpKind::Operator {
                 by_ext.entry(ops.external_id[i]).or_insert(i as u32);

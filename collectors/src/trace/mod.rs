@@ -26,11 +26,13 @@
 //! ```
 
 mod builder;
+mod hash;
 mod links;
 mod strings;
 mod tables;
 
 pub use builder::TraceBuilder;
+pub use hash::{FxBuildHasher, FxHashMap, FxHasher};
 pub use links::Links;
 pub use strings::{StrId, Strings};
 pub use tables::*;

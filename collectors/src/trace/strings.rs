@@ -1,7 +1,7 @@
 //! String interning: every name in a trace is stored once and referred to by
 //! a [`StrId`].
 
-use std::collections::HashMap;
+use super::hash::FxHashMap;
 
 /// An interned string: an index into the [`Strings`] of the trace that made
 /// it. Only meaningful for that trace. Cheap to copy, compare and hash, so
@@ -15,14 +15,14 @@ pub struct StrId(pub u32);
 #[derive(Clone, Debug)]
 pub struct Strings {
     list: Vec<Box<str>>,
-    index: HashMap<Box<str>, StrId>,
+    index: FxHashMap<Box<str>, StrId>,
 }
 
 impl Default for Strings {
     fn default() -> Self {
         let mut s = Strings {
             list: Vec::new(),
-            index: HashMap::new(),
+            index: FxHashMap::default(),
         };
         s.intern("");
         s
