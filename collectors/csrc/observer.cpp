@@ -125,7 +125,16 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   e.scope = uint8_t(fn.scope());
   e.depth = int32_t(b->open.size());
   e.parent = b->open.empty() ? -1 : b->open.back();
-  if (g_record_shapes && fn.needsInputs()) append_shapes(e.shapes, fn);
+  if (g_record_shapes && fn.needsInputs()) {
+    // Some ops are recorded without their inputs (libtorch asserts when
+    // asked for them then): keep the event, without shapes, rather than
+    // lose it to the exception.
+    try {
+      append_shapes(e.shapes, fn);
+    } catch (...) {
+      e.shapes.clear();
+    }
+  }
   e.start_ns = now_ns();
   int64_t index = int64_t(b->events.size());
   b->events.push_back(std::move(e));
