@@ -13,13 +13,13 @@
 #            names a python that has it (pip install HolisticTraceAnalysis)
 # and prints the median of each and the ratios.
 #
-# Environment: BENCH_TRACE (the big file; default /tmp/gapscope-bench-525mb.json,
+# Environment: BENCH_TRACE (the big file; default $TMPDIR/gapscope-bench-525mb.json,
 # kept outside the repo), BENCH_SOURCE (the real trace it replicates),
 # BENCH_TARGET_DIR (default ~/.cache/gapscope-bench-target), HTA_PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
-FILE=${BENCH_TRACE:-/tmp/gapscope-bench-525mb.json}
+FILE=${BENCH_TRACE:-${TMPDIR:-/tmp}/gapscope-bench-525mb.json}
 SOURCE=${BENCH_SOURCE:-../shared/traces/hta/trace_diff/control/control.json.gz}
 # A target dir of its own: cargo gives a workspace's crates the same hash
 # wherever the checkout lives, so in a target dir shared by several checkouts
