@@ -3,6 +3,7 @@
 //! computed independently from interval unions, over the window and per
 //! step; and the ResNet-50 0-worker trace blames its DataLoader.
 
+mod shared_traces;
 use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::idle::{by_cause_in, summarize};
@@ -10,26 +11,7 @@ use gapscope_analyzers::intervals::{complement, total, union, Span};
 use gapscope_analyzers::segments::{IdleAnalyzer, IdleSegment};
 use gapscope_collectors::kineto::{import_file, ImportOptions};
 use gapscope_collectors::trace::{CpuOpKind, Trace};
-use std::path::{Path, PathBuf};
-
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces")
-}
-
-fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if p.is_dir() {
-            trace_files(&p, out);
-        } else if name.ends_with(".json") || name.ends_with(".json.gz") {
-            out.push(p);
-        }
-    }
-}
+use shared_traces::{shared, trace_files};
 
 /// The profiled steps, else the GPU rows' extent: chosen here, not by the
 /// analyzers, so the check does not lean on the code it checks.

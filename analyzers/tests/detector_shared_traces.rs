@@ -4,32 +4,15 @@
 //! claim at most the device's idle time; the ResNet-50 trace with a
 //! 0-worker DataLoader ranks the DataLoader stall first.
 
+mod shared_traces;
 use gapscope_analyzers::detectors::{detect, Finding};
 use gapscope_analyzers::intervals::{complement, total, union, Span};
 use gapscope_analyzers::window::window;
 use gapscope_collectors::kineto::{import_file, ImportOptions};
 use gapscope_collectors::trace::Trace;
+use shared_traces::{shared, trace_files};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces")
-}
-
-fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if p.is_dir() {
-            trace_files(&p, out);
-        } else if name.ends_with(".json") || name.ends_with(".json.gz") {
-            out.push(p);
-        }
-    }
-}
+use std::path::Path;
 
 /// Device idle time computed here from interval unions, independently of
 /// the segments the detectors start from.

@@ -2,31 +2,17 @@
 //! every shared trace; on a drawn timeline, removing a sync's drain moves
 //! the following work by exactly the drain.
 
+mod shared_traces;
 use gapscope_analyzers::evidence::DeviceEvidence;
 use gapscope_analyzers::whatif::{Edit, Replay};
 use gapscope_analyzers::window::window;
 use gapscope_collectors::kineto::{import_file, ImportOptions};
 use gapscope_collectors::trace::*;
-use std::path::{Path, PathBuf};
-
-fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if p.is_dir() {
-            trace_files(&p, out);
-        } else if name.ends_with(".json") || name.ends_with(".json.gz") {
-            out.push(p);
-        }
-    }
-}
+use shared_traces::{shared, trace_files};
 
 #[test]
 fn replay_without_edit_reproduces_every_shared_trace_exactly() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    let dir = shared();
     let mut files = Vec::new();
     trace_files(&dir, &mut files);
     files.sort();
