@@ -625,3 +625,72 @@ fn d16_profiler_overhead() {
 fn d16_near_miss_marker_while_busy() {
     assert!(find(&profiler((2, 8)), "profiler_overhead").is_none());
 }
+
+/// D2 by user range: a `record_function("features")` range computes on the
+/// CPU through two operators and the Python between them, then the next
+/// kernel is launched. The fix is to the range (the whole function moved to
+/// the GPU), so one finding explains the range's idle time, the operators
+/// and the Python between them together.
+///
+/// ```text
+/// µs          0    10        40 42          65    70 72 75       100
+/// stream 7    [k1..]                                   [k2.........]
+/// thread 1    [ProfilerStep#1..................................... ]
+///             [L1]  [features.........................]
+///                   [aten::sort...]  [aten::cumsum]      [L2]
+/// idle             [cpu_op.......][fw][cpu_op.......][fw ][fw][launch]
+///                  [cpu_bound_range `features`.......]
+/// ```
+fn cpu_bound_range(launch_between: bool) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(10, 70, "features");
+    t.op(10, 40, "aten::sort");
+    t.op(42, 65, "aten::cumsum");
+    t.kernel(7, 0, 10, 1);
+    if launch_between {
+        // The range launches a short kernel between its operators: each
+        // stretch of CPU time holds one operator.
+        t.call(40, 41, "cudaLaunchKernel", 3).kernel(7, 41, 42, 3);
+    }
+    t.call(72, 74, "cudaLaunchKernel", 2).kernel(7, 75, 100, 2);
+    t.findings()
+}
+
+#[test]
+fn d2_cpu_bound_range() {
+    let f = cpu_bound_range(false);
+    let x = find(&f, "cpu_bound_range").expect("D2 by range");
+    assert_eq!(x.detector, "D2");
+    assert_eq!(x.operator.as_deref(), Some("aten::sort"), "the dominant op");
+    assert_eq!(x.annotation.as_deref(), Some("features"));
+    // 10..70: both operators and the 2 + 5 µs of Python inside the range;
+    // 70..72 is outside the range (2 µs, under the noise floor).
+    assert_eq!(x.idle_ns, 60 * US);
+    assert_eq!(x.est_savings_ns, 60 * US);
+    assert_eq!(x.occurrences, 1, "one range instance");
+    assert!(
+        x.hint.contains("`features`") && x.hint.contains("aten::sort"),
+        "{}",
+        x.hint
+    );
+    // Each idle ns once: no per-operator finding for the same time.
+    assert!(find(&f, "cpu_bound_operator").is_none());
+}
+
+#[test]
+fn d2_near_miss_one_operator_per_stretch_stays_per_operator() {
+    // A launch between the two operators splits the range's CPU time into
+    // two stretches of one operator each: grouped by operator, as before.
+    let f = cpu_bound_range(true);
+    assert!(find(&f, "cpu_bound_range").is_none());
+    let sort = f
+        .iter()
+        .find(|x| x.operator.as_deref() == Some("aten::sort"))
+        .expect("aten::sort");
+    assert_eq!(sort.id, "cpu_bound_operator");
+    assert_eq!(sort.idle_ns, 30 * US);
+    assert!(f
+        .iter()
+        .any(|x| x.id == "cpu_bound_operator" && x.operator.as_deref() == Some("aten::cumsum")));
+}

@@ -878,9 +878,18 @@ impl Cx<'_> {
         pieces: Vec<usize>,
         key: impl Fn(&Piece) -> String,
     ) -> Vec<(String, Vec<usize>)> {
+        self.groups_by_index(pieces, |i| key(&self.pieces[i]))
+    }
+
+    /// Groups pieces by `key` of their index, largest idle first.
+    pub fn groups_by_index(
+        &self,
+        pieces: Vec<usize>,
+        key: impl Fn(usize) -> String,
+    ) -> Vec<(String, Vec<usize>)> {
         let mut by: HashMap<String, Vec<usize>> = HashMap::new();
         for i in pieces {
-            by.entry(key(&self.pieces[i])).or_default().push(i);
+            by.entry(key(i)).or_default().push(i);
         }
         let mut groups: Vec<(String, Vec<usize>)> = by.into_iter().collect();
         groups.sort_by(|a, b| {
