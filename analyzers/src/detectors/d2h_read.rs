@@ -17,7 +17,10 @@
 //! idle per call site (TraceLens's noise floor). Attribution: the outermost
 //! operator around the blocking call (`aten::item`) and its source line.
 //! Savings: replay with those calls no longer waiting (the read deferred or
-//! moved off the critical path).
+//! moved off the critical path), capped at the idle claimed plus the drain
+//! after each read (the rest of its gap, while the host launches again:
+//! [`Cx::drain_after`](super::Cx::drain_after)); that drain stays claimed
+//! by whoever explains the host's time in it (usually D2).
 
 use super::{fmt_ns, Cx, Draft, SyncKind, TINY_COPY_BYTES};
 use crate::causes::Cause;
@@ -59,7 +62,9 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                  `torch.cuda.set_sync_debug_mode(\"warn\")`.",
                 fmt_ns(g.idle_ns / cx.n_steps())
             );
-            cx.sync_draft(g, "D5", "blocking_device_to_host_read", title, hint)
+            let mut d = cx.sync_draft(g, "D5", "blocking_device_to_host_read", title, hint);
+            d.drain_ns = cx.drain_after(&g.pieces);
+            d
         })
         .collect()
 }

@@ -37,7 +37,8 @@
 //! Each finding carries an [`Edit`] of the dependency graph (remove the CPU
 //! time of its pieces, the waits of its syncs, the GPU rows a fix deletes);
 //! `est_savings_ns` is the replay's makespan reduction, capped at
-//! `explained_ns` (its idle time plus the busy time the fix removes), and 0
+//! `explained_ns` (its idle time plus the busy time the fix removes, plus
+//! the drain after the syncs of D5 and D7: [`Cx::drain_after`]), and 0
 //! for findings whose fix cannot be estimated from a timeline.
 
 mod artifacts;
@@ -64,7 +65,7 @@ use crate::whatif::{Edit, Replay};
 use crate::window::{Step, Window};
 use gapscope_collectors::trace::{CopyKind, GpuKind, MemKind, Ns, StrId, Strings, ThreadId, Trace, NONE};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// One problem found in a trace, with what to do about it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -83,7 +84,10 @@ pub struct Finding {
     /// idle nanosecond belongs to at most one finding.
     pub idle_ns: Ns,
     /// `idle_ns` plus the busy time the fix removes (the kernels of a
-    /// per-parameter loop, the copies of an offload), ns.
+    /// per-parameter loop, the copies of an offload), ns; for blocking reads
+    /// and scalar copies (D5, D7) also the drain after each sync (idle
+    /// time other findings claim, which the fix removes when the host
+    /// keeps ahead of the GPU).
     pub explained_ns: Ns,
     /// What the fix should save, from the what-if replay, capped at
     /// `explained_ns`; 0 when not estimable.
@@ -244,6 +248,10 @@ pub(crate) struct Draft {
     pub occurrences: u64,
     /// Busy time the fix removes (added to `explained_ns`).
     pub removed_busy_ns: Ns,
+    /// Idle time after the draft's blocking calls returned that their fix
+    /// can also remove, without claiming it (added to `explained_ns`): see
+    /// [`Cx::drain_after`].
+    pub drain_ns: Ns,
     /// Graph edit beyond removing the pieces' own CPU time.
     pub edit: Edit,
     /// Also remove the CPU time of the claimed pieces in the replay.
@@ -270,6 +278,7 @@ impl Draft {
             pieces: Vec::new(),
             occurrences: 0,
             removed_busy_ns: 0,
+            drain_ns: 0,
             edit: Edit::default(),
             remove_piece_cpu: true,
             estimable: true,
@@ -673,7 +682,7 @@ impl<'a> Cx<'a> {
             } else {
                 d.context_idle_ns
             };
-            let explained = idle + d.removed_busy_ns;
+            let explained = idle + d.removed_busy_ns + d.drain_ns;
             if !d.estimable || explained == 0 {
                 return 0;
             }
@@ -713,7 +722,7 @@ impl<'a> Cx<'a> {
         } else {
             d.context_idle_ns
         };
-        let explained_ns = idle_ns + d.removed_busy_ns;
+        let explained_ns = idle_ns + d.removed_busy_ns + d.drain_ns;
         let (operator, annotation, source) = d.blame.clone().unwrap_or_else(|| self.blame(&d.pieces));
         let mut evidence = d.evidence;
         let mut largest: Vec<usize> = d.pieces.clone();
@@ -870,6 +879,34 @@ impl Cx<'_> {
             });
         }
         out
+    }
+
+    /// The drain after the blocking calls of `pieces`: for each claimed
+    /// sync piece, the rest of its gap after the call returned (up to the
+    /// next blocking call's wait), whoever claimed it.
+    ///
+    /// A sync empties the GPU's queue; when it returns, the GPU stays empty
+    /// until the host has launched again, so this idle exists because of
+    /// the sync. It is already claimed (mostly by D2, as the host work that
+    /// follows), so it is not claimed again; it only bounds what removing
+    /// the sync can save, which the replay decides: whether the host, no
+    /// longer waiting, would have queued work ahead of the GPU.
+    pub fn drain_after(&self, pieces: &[usize]) -> Ns {
+        let mut seen: HashSet<usize> = HashSet::new();
+        for &i in pieces {
+            if self.pieces[i].seg.cause != Cause::Sync {
+                continue;
+            }
+            let mut j = i + 1;
+            while j < self.pieces.len()
+                && self.pieces[j].start == self.pieces[j - 1].end
+                && self.pieces[j].seg.cause != Cause::Sync
+            {
+                seen.insert(j);
+                j += 1;
+            }
+        }
+        seen.iter().map(|&j| self.pieces[j].dur()).sum()
     }
 
     /// Groups pieces by `key`, largest idle first.

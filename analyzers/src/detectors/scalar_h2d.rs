@@ -15,10 +15,14 @@
 //! Evidence: a `sync` piece whose paired copy is host→device and at most
 //! [`TINY_COPY_BYTES`](super::TINY_COPY_BYTES) bytes, or a piece inside such
 //! a copy call. Threshold: [`NOISE_NS`](super::NOISE_NS) of idle per call
-//! site. Savings: replay without the waits and without the copy calls' CPU
-//! time (the constant computed on the host or created once on the device).
+//! site. Savings: replay without the waits, without the host time of the
+//! operators that make the copies and without the copies (the constant
+//! computed on the host or created once on the device: see
+//! `remove_copy_ops`), capped at the idle claimed, the copies' GPU time and
+//! the drain after each sync ([`Cx::drain_after`](super::Cx::drain_after),
+//! as for D5).
 
-use super::{fmt_ns, CallClass, Cx, Draft, SyncKind};
+use super::{fmt_ns, CallClass, Cx, Draft, SiteGroup, SyncKind};
 use crate::causes::Cause;
 use gapscope_collectors::trace::NONE;
 
@@ -47,7 +51,48 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                  device outside the loop.",
                 fmt_ns(g.idle_ns / cx.n_steps())
             );
-            cx.sync_draft(g, "D7", "scalar_host_to_device_copy", title, hint)
+            let mut d = cx.sync_draft(g, "D7", "scalar_host_to_device_copy", title, hint);
+            d.drain_ns = cx.drain_after(&g.pieces);
+            remove_copy_ops(cx, g, &mut d);
+            d
         })
         .collect()
+}
+
+/// The fix (a Python number, or a constant made once) does not create the
+/// tensor at all: the replay also removes the host time of the outermost
+/// operator around each copy (`aten::to`, `aten::copy_`: its dispatch,
+/// the pageable staging and the sync inside it) and the copy itself on the
+/// GPU. Other work on the scalar (an `rsqrt` kernel on it) is not known
+/// from the trace and stays.
+fn remove_copy_ops(cx: &Cx, g: &SiteGroup, d: &mut Draft) {
+    let rt = &cx.trace.runtime;
+    let ops = &cx.trace.cpu_ops;
+    for &copy in &g.copies {
+        let call = cx.trace.links.gpu_launch[copy as usize];
+        if call == NONE {
+            continue;
+        }
+        let op = cx.outer_operator(cx.trace.links.runtime_op[call as usize]);
+        let (t, span) = if op == NONE {
+            (
+                rt.thread[call as usize],
+                (rt.start[call as usize], rt.end[call as usize]),
+            )
+        } else {
+            (
+                ops.thread[op as usize],
+                (ops.start[op as usize], ops.end[op as usize]),
+            )
+        };
+        d.edit.remove_cpu.push((t, span));
+        if d.edit.remove_gpu.binary_search(&copy).is_err() {
+            let i = d.edit.remove_gpu.partition_point(|&r| r < copy);
+            d.edit.remove_gpu.insert(i, copy);
+            let gpu = &cx.trace.gpu;
+            d.removed_busy_ns += gpu.end[copy as usize] - gpu.start[copy as usize];
+        }
+    }
+    d.edit.remove_cpu.sort_unstable();
+    d.edit.remove_cpu.dedup();
 }
