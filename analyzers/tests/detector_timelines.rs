@@ -73,10 +73,25 @@ impl T {
         self
     }
 
-    fn wait_record(&mut self, stream: i64, s: Ns, e: Ns) -> &mut Self {
-        let n = self.b.intern("Stream Wait Event");
+    fn named_kernel(&mut self, name: &str, stream: i64, s: Ns, e: Ns, corr: u64) -> &mut Self {
+        let n = self.b.intern(name);
         self.b
-            .push_gpu(GpuActivity::new(GpuKind::Sync, 0, stream, s * US, e * US, n, 0));
+            .push_gpu(GpuActivity::kernel(0, stream, s * US, e * US, n, corr));
+        self
+    }
+
+    /// A Kineto `cuda_sync` record (`Stream Wait Event`, `Event Sync`).
+    fn sync_record(&mut self, name: &str, stream: i64, s: Ns, e: Ns, corr: u64) -> &mut Self {
+        let n = self.b.intern(name);
+        self.b.push_gpu(GpuActivity::new(
+            GpuKind::Sync,
+            0,
+            stream,
+            s * US,
+            e * US,
+            n,
+            corr,
+        ));
         self
     }
 
@@ -528,42 +543,135 @@ fn d12_near_miss_full_grid() {
     assert!(find(&grids(160), "underfilled_kernels").is_none());
 }
 
-/// D13: stream 9 waits on an event until the producer on stream 7 ends.
+/// How stream 9 learns to wait for stream 7 in [`stream_wait`].
+#[derive(Clone, Copy, PartialEq)]
+enum WaitBy {
+    /// `cudaStreamWaitEvent` and its Kineto `Stream Wait Event` record.
+    Record,
+    /// The runtime call alone (no `cuda_sync` records in the trace).
+    Call,
+    /// A host-side `cudaEventSynchronize` with its `Event Sync` record:
+    /// the host waits, not a stream.
+    HostEventSync,
+}
+
+/// D13: stream 9 waits on an event recorded after the producer on stream
+/// 7; its consumer was launched at 14 and starts when the producer ends at
+/// `p` (plus `slack`).
 ///
 /// ```text
-/// µs          0    10 12 13                 P    P+10
-/// stream 7    [producer.....................]
-/// stream 9    [k1..]  [wait]                [consumer]
+/// µs          0 1 2       10 11 12 13 14 15     p  p+slack   +10
+/// stream 7      [producer...............................]
+/// stream 9        [k1.....]                        [consumer.....]
+/// thread 1    [L][L]   [record][wait][L consumer]
+///                                        ^ ready 15
 /// ```
-fn stream_wait(p: Ns) -> Vec<Finding> {
+fn stream_wait(producer: &str, p: Ns, slack: Ns, by: WaitBy, consumer_launch: Ns) -> Vec<Finding> {
     let mut t = T::new();
-    t.op(0, p + 20, "ProfilerStep#1");
+    let c = p + slack;
+    t.op(0, c + 20, "ProfilerStep#1");
     t.call(0, 1, "cudaLaunchKernel", 1)
         .call(1, 2, "cudaLaunchKernel", 2)
-        .call(3, 4, "cudaLaunchKernel", 3);
-    t.kernel(7, 0, p, 1)
-        .kernel(9, 0, 10, 2)
-        .wait_record(9, 12, 13)
-        .kernel(9, p, p + 10, 3);
+        .call(11, 12, "cudaEventRecord", 40);
+    match by {
+        WaitBy::Record => {
+            t.call(12, 13, "cudaStreamWaitEvent", 41)
+                .sync_record("Stream Wait Event", 9, 12, 13, 41);
+        }
+        WaitBy::Call => {
+            t.call(12, 13, "cudaStreamWaitEvent", 41);
+        }
+        WaitBy::HostEventSync => {
+            t.call(12, 13, "cudaEventSynchronize", 41)
+                .sync_record("Event Sync", -1, 12, 13, 41);
+        }
+    }
+    let l = consumer_launch;
+    t.call(l, l + 1, "cudaLaunchKernel", 3);
+    t.named_kernel(producer, 7, 2, p, 1)
+        .kernel(9, 2, 10, 2)
+        .kernel(9, c.max(l + 2), c.max(l + 2) + 10, 3);
     t.findings()
 }
 
+const GEMM: &str = "ampere_sgemm_128x64_nn";
+const ALL_REDUCE: &str = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)";
+
 #[test]
-fn d13_cross_stream_wait() {
-    let f = stream_wait(100);
+fn d13_cross_stream_wait_from_its_sync_record() {
+    let f = stream_wait(GEMM, 100, 0, WaitBy::Record, 14);
     let x = find(&f, "cross_stream_wait").expect("D13");
     assert!(!x.primary);
-    // Stream 9 waits from the wait record (12) until the producer ends
-    // (100); stream 7 is busy all along, so the device is never idle.
-    assert_eq!((x.occurrences, x.explained_ns, x.idle_ns), (1, 88 * US, 0));
+    // Stream 9 is ready at 15 (its launch returned) and waits until the
+    // producer ends at 100; stream 7 is busy all along, so the device is
+    // never idle.
+    assert_eq!(
+        (x.occurrences, x.explained_ns, x.idle_ns, x.est_savings_ns),
+        (1, 85 * US, 0, 0)
+    );
+    assert!(
+        x.title.contains("Stream 9") && x.title.contains("stream 7"),
+        "{}",
+        x.title
+    );
+    assert!(x.hint.contains(GEMM), "{}", x.hint);
+    let wait = x.evidence.iter().find(|e| e.kind == "stream_wait").unwrap();
+    assert_eq!((wait.start_ns, wait.end_ns), (15 * US, 100 * US));
+    assert!(wait.row.is_some(), "points at the sync record");
+}
+
+#[test]
+fn d13_cross_stream_wait_from_the_runtime_call_alone() {
+    let f = stream_wait(GEMM, 100, 3, WaitBy::Call, 14);
+    let x = find(&f, "cross_stream_wait").expect("D13");
+    // The consumer starts 3 µs after the producer (within the slack).
+    assert_eq!((x.occurrences, x.explained_ns), (1, 88 * US));
+    let wait = x.evidence.iter().find(|e| e.kind == "stream_wait").unwrap();
+    assert_eq!(wait.row, None, "no sync record to point at");
+}
+
+#[test]
+fn d13_compute_waiting_for_nccl_is_exposed_communication() {
+    let f = stream_wait(ALL_REDUCE, 100, 0, WaitBy::Record, 14);
+    assert!(find(&f, "cross_stream_wait").is_none());
+    let x = find(&f, "communication_wait").expect("D13");
+    assert_eq!((x.detector.as_str(), x.explained_ns), ("D13", 85 * US));
+    assert!(
+        x.hint.contains("no_sync()") && x.hint.contains("ncclKernel_AllReduce"),
+        "{}",
+        x.hint
+    );
 }
 
 #[test]
 fn d13_near_miss_short_wait() {
-    assert!(find(&stream_wait(15), "cross_stream_wait").is_none());
+    assert!(find(&stream_wait(GEMM, 18, 0, WaitBy::Record, 14), "cross_stream_wait").is_none());
 }
 
-/// D14: `cudaMalloc` runs inside `aten::empty` while the GPU waits.
+#[test]
+fn d13_near_miss_consumer_launched_after_the_producer_ended() {
+    // The CPU launches the consumer at 110, after the producer ended at
+    // 100: the stream waited for the host, not for stream 7.
+    let f = stream_wait(GEMM, 100, 0, WaitBy::Record, 110);
+    assert!(find(&f, "cross_stream_wait").is_none());
+}
+
+#[test]
+fn d13_near_miss_nothing_ends_when_the_consumer_starts() {
+    // The consumer starts 60 µs after the producer ended: whatever held it,
+    // it was not that producer.
+    let f = stream_wait(GEMM, 100, 60, WaitBy::Call, 14);
+    assert!(find(&f, "cross_stream_wait").is_none());
+}
+
+#[test]
+fn d13_near_miss_host_event_sync_is_not_a_stream_wait() {
+    let f = stream_wait(GEMM, 100, 0, WaitBy::HostEventSync, 14);
+    assert!(f.iter().all(|x| x.detector != "D13"), "{f:?}");
+}
+
+/// D14: `cudaMalloc` (or `api`) runs inside `aten::empty` while the GPU
+/// waits.
 ///
 /// ```text
 /// µs          0    10               10+m  +2  +5     80
@@ -571,10 +679,10 @@ fn d13_near_miss_short_wait() {
 /// thread 1    [L1]  [aten::empty............]
 ///                   [cudaMalloc......]  [L2]
 /// ```
-fn malloc(m: Ns) -> Vec<Finding> {
+fn malloc(api: &str, m: Ns) -> Vec<Finding> {
     let mut t = T::new();
     t.op(0, 80, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
-    t.op(10, 12 + m, "aten::empty").call(10, 10 + m, "cudaMalloc", 0);
+    t.op(10, 12 + m, "aten::empty").call(10, 10 + m, api, 0);
     t.call(10 + m, 12 + m, "cudaLaunchKernel", 2);
     t.kernel(7, 0, 10, 1).kernel(7, 15 + m, 80, 2);
     t.findings()
@@ -582,19 +690,137 @@ fn malloc(m: Ns) -> Vec<Finding> {
 
 #[test]
 fn d14_allocator_in_step() {
-    let f = malloc(30);
+    let f = malloc("cudaMalloc", 30);
     let x = find(&f, "allocator_calls_in_step").expect("D14");
     assert_eq!(
         (x.detector.as_str(), x.idle_ns, x.occurrences),
         ("D14", 30 * US, 1)
     );
     assert_eq!(x.operator.as_deref(), Some("aten::empty"));
+    // A warm allocator does not call the driver: the 30 µs go.
     assert_eq!(x.est_savings_ns, 30 * US);
+    assert!(x.hint.contains("warm-up step"), "{}", x.hint);
+}
+
+#[test]
+fn d14_allocator_frees_point_at_empty_cache_and_fragmentation() {
+    let f = malloc("cudaFree", 30);
+    let x = find(&f, "allocator_calls_in_step").expect("D14");
+    assert!(x.hint.contains("empty_cache()"), "{}", x.hint);
+    assert!(x.hint.contains("expandable_segments:True"), "{}", x.hint);
 }
 
 #[test]
 fn d14_near_miss_quick_malloc() {
-    assert!(find(&malloc(3), "allocator_calls_in_step").is_none());
+    assert!(find(&malloc("cudaMalloc", 3), "allocator_calls_in_step").is_none());
+}
+
+/// D14: ten launches of `usual` µs, each followed by a 2 µs kernel, then
+/// `aten::add` whose launch takes `slow` µs while the GPU waits.
+///
+/// ```text
+/// µs          0   u+1 u+3  u+5 ...      t-2 t            t+slow  +2  +10
+/// stream 7        [k]       [k]   ×10    ]                         [k.....]
+/// thread 1    [L u][ ][L u]      ...        [aten::add..................]
+///                                           [cudaLaunchKernel slow]
+/// idle                                   [fw][slow_runtime_calls..][lo]
+/// ```
+fn launches(usual: Ns, slow: Ns) -> Vec<Finding> {
+    let mut t = T::new();
+    let mut at = 0;
+    for i in 0..10 {
+        t.call(at, at + usual, "cudaLaunchKernel", 1 + i)
+            .kernel(7, at + usual + 1, at + usual + 3, 1 + i);
+        at += usual + 5;
+    }
+    t.op(at, at + slow + 3, "aten::add")
+        .call(at, at + slow, "cudaLaunchKernel", 100)
+        .kernel(7, at + slow + 2, at + slow + 10, 100);
+    t.op(0, at + slow + 10, "ProfilerStep#1");
+    t.findings()
+}
+
+#[test]
+fn d14_slow_launch_is_an_outlier_for_its_api() {
+    let f = launches(5, 200);
+    let x = find(&f, "slow_runtime_calls").expect("D14");
+    assert_eq!(
+        (x.detector.as_str(), x.occurrences, x.idle_ns),
+        ("D14", 1, 200 * US)
+    );
+    assert_eq!(x.operator.as_deref(), Some("aten::add"));
+    // The fix brings the call back to the usual 5 µs: the kernel launched
+    // by it starts 195 µs earlier, and so does everything after.
+    assert_eq!(x.est_savings_ns, 195 * US);
+    assert!(x.title.contains("usually 5.0 µs"), "{}", x.title);
+    assert!(x.hint.contains("OMP_NUM_THREADS"), "{}", x.hint);
+    assert!(!x.hint.contains("cudaStreamSynchronize"));
+}
+
+#[test]
+fn d14_near_miss_always_slow_is_a_cost_not_an_outlier() {
+    // Every launch of this API takes 200 µs: nothing stands out.
+    assert!(find(&launches(200, 200), "slow_runtime_calls").is_none());
+}
+
+#[test]
+fn d14_near_miss_under_the_floor() {
+    // 45 µs is nine times the usual 5 µs, but under HTA's 50 µs floor.
+    assert!(find(&launches(5, 45), "slow_runtime_calls").is_none());
+}
+
+/// D14: k2 is launched at 12–14 and starts `d` µs after its launch
+/// returned; with `busy`, a long kernel on stream 8 covers the wait.
+///
+/// ```text
+/// µs          0    10 12 14               14+d    +20
+/// stream 7    [k1..]                      [k2......]
+/// stream 8    (busy: [long kernel.........])
+/// thread 1    [L1]    [L2]
+/// idle             [fw][launch_delay_outliers]
+/// ```
+fn queued(d: Ns, busy: bool) -> Vec<Finding> {
+    let mut t = T::new();
+    t.op(0, 14 + d + 20, "ProfilerStep#1")
+        .call(0, 2, "cudaLaunchKernel", 1)
+        .op(12, 14, "aten::relu")
+        .call(12, 14, "cudaLaunchKernel", 2);
+    t.kernel(7, 0, 10, 1).kernel(7, 14 + d, 14 + d + 20, 2);
+    if busy {
+        t.call(2, 3, "cudaLaunchKernel", 3).kernel(8, 3, 14 + d, 3);
+    }
+    t.findings()
+}
+
+#[test]
+fn d14_launch_delay_on_an_idle_gpu() {
+    let f = queued(200, false);
+    let x = find(&f, "launch_delay_outliers").expect("D14");
+    // The claimed piece runs from the launch call's start (12) to k2.
+    assert_eq!(
+        (x.occurrences, x.idle_ns, x.explained_ns),
+        (1, 202 * US, 202 * US)
+    );
+    assert_eq!(x.est_savings_ns, 0, "nothing in the trace to remove");
+    assert_eq!(x.operator.as_deref(), Some("aten::relu"));
+    assert!(
+        x.title.contains("once") && x.title.contains("200.0 µs"),
+        "{}",
+        x.title
+    );
+    assert!(x.hint.contains("nvidia-smi"), "{}", x.hint);
+    assert!(x.evidence.iter().any(|e| e.kind == "gpu"));
+}
+
+#[test]
+fn d14_near_miss_short_launch_delay() {
+    assert!(find(&queued(60, false), "launch_delay_outliers").is_none());
+}
+
+#[test]
+fn d14_near_miss_queued_behind_busy_work() {
+    // Queued 200 µs, but the GPU was busy: not idle time.
+    assert!(find(&queued(200, true), "launch_delay_outliers").is_none());
 }
 
 /// D16: a CUPTI flush marker covers part of a gap.
@@ -624,6 +850,67 @@ fn d16_profiler_overhead() {
 #[test]
 fn d16_near_miss_marker_while_busy() {
     assert!(find(&profiler((2, 8)), "profiler_overhead").is_none());
+}
+
+/// D16: two full steps of 4 kernels, then a last step with `last` kernels
+/// that the capture stopped inside.
+///
+/// ```text
+/// µs     0                 100                 200            260
+/// steps  [ProfilerStep#1....][ProfilerStep#2....][#3 ...........]
+/// k         [k] [k] [k] [k]     [k] [k] [k] [k]     [k]
+///        each kernel i at 5+20i .. 15+20i of its step, launched at 20i
+/// idle                                          [5]  [45 ..........]
+/// ```
+fn cut_short(last: i64) -> Vec<Finding> {
+    let mut t = T::new();
+    let mut corr = 0;
+    for (step, (b, e, n)) in [(0, 100, 4), (100, 200, 4), (200, 260, last)]
+        .into_iter()
+        .enumerate()
+    {
+        t.op(b, e, &format!("ProfilerStep#{}", step + 1));
+        for i in 0..n {
+            corr += 1;
+            t.call(b + 20 * i, b + 20 * i + 2, "cudaLaunchKernel", corr)
+                .kernel(7, b + 20 * i + 5, b + 20 * i + 15, corr);
+        }
+    }
+    t.findings()
+}
+
+#[test]
+fn d16_partial_last_step() {
+    let f = cut_short(1);
+    let x = find(&f, "partial_last_step").expect("D16");
+    assert_eq!((x.detector.as_str(), x.primary), ("D16", true));
+    // Step 3's idle: 200..205 before its kernel and 215..260 after it.
+    assert_eq!((x.idle_ns, x.est_savings_ns), (50 * US, 0));
+    assert!(
+        x.title.contains("ProfilerStep#3") && x.title.contains("1 GPU rows against 4"),
+        "{}",
+        x.title
+    );
+    assert!(x.hint.contains("--exclude-last-step"), "{}", x.hint);
+    assert!(x
+        .evidence
+        .iter()
+        .any(|e| e.kind == "cpu_op" && e.start_ns == 200 * US));
+    // Nothing else claims step 3's idle time.
+    for y in f.iter().filter(|y| y.primary && y.id != "partial_last_step") {
+        assert!(
+            y.evidence
+                .iter()
+                .all(|e| e.kind != "idle" || e.end_ns <= 200 * US),
+            "{y:?}"
+        );
+    }
+}
+
+#[test]
+fn d16_near_miss_complete_last_step() {
+    let f = cut_short(4);
+    assert!(find(&f, "partial_last_step").is_none());
 }
 
 /// D2 by user range: a `record_function("features")` range computes on the

@@ -15,6 +15,23 @@
 //! - `profiler_overhead`: pieces of cause `profiler` (overhead markers such
 //!   as buffer flushes, which nsys counts as busy; the CPU inside
 //!   `torch/profiler/` code).
+//! - `partial_last_step`: every idle piece of the window's last step when
+//!   the capture cut that step short: fewer GPU rows were launched in it
+//!   than [`PARTIAL_STEP_SHARE`] of the step before (the TensorBoard
+//!   plugin's rule for dropping a tail step, `_update_steps_duration`).
+//!   That is the step `prof.step()` opened last, which runs until the
+//!   profiler stops (and holds the profiler's own exit synchronization), or
+//!   a step the capture ended inside. Its idle time says nothing about a
+//!   training step, so it is claimed before any detector can blame it on
+//!   the code, and "per step" figures count only the complete steps.
+//!
+//!   ```text
+//!   steps       [ProfilerStep#1......][ProfilerStep#2......][#3.......]
+//!   stream 7      [k][k][k]  [k][k]     [k][k][k]  [k][k]     [k]
+//!   rows            5                     5                    1 < 0.8 × 5
+//!   pieces                                                        [....] partial_last_step
+//!   ```
+//!
 //! - `capture_edges`: `untraced` pieces of the gaps touching the window's
 //!   start or end: the capture began or stopped with no CPU record to
 //!   explain them (nsys's `gpu_gaps` leaves the first and last gap out for
@@ -29,7 +46,53 @@
 
 use super::{Cx, Draft};
 use crate::causes::Cause;
-use gapscope_collectors::trace::NONE;
+use crate::window::Step;
+use gapscope_collectors::trace::{CpuOpKind, Trace, NONE};
+
+/// A last step with fewer GPU rows than this share of the step before was
+/// cut short by the capture (the TensorBoard plugin drops such a step).
+pub const PARTIAL_STEP_SHARE: f64 = 0.8;
+
+/// The window's last step, cut short by the end of the capture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PartialStep {
+    pub step: Step,
+    /// Busy GPU rows of the device launched in it.
+    pub rows: u64,
+    /// The same in the step before.
+    pub before: u64,
+}
+
+/// The last of `steps` when it holds fewer than [`PARTIAL_STEP_SHARE`] of
+/// the previous step's GPU rows on `device`. A row counts for the step in
+/// which its launch call started; CPU time between two steps belongs to the
+/// earlier one (as in [`window::select`](crate::window::select)).
+pub(crate) fn partial_last_step(trace: &Trace, device: u32, steps: &[Step]) -> Option<PartialStep> {
+    let n = steps.len();
+    if n < 2 {
+        return None;
+    }
+    let (prev, last) = (steps[n - 2], steps[n - 1]);
+    let (mut rows, mut before) = (0u64, 0u64);
+    let g = &trace.gpu;
+    for i in 0..g.len() {
+        let call = trace.links.gpu_launch[i];
+        if call == NONE || g.device[i] != device || !g.is_busy(i) {
+            continue;
+        }
+        let at = trace.runtime.start[call as usize];
+        if at >= last.start {
+            rows += 1;
+        } else if at >= prev.start {
+            before += 1;
+        }
+    }
+    (before > 0 && (rows as f64) < PARTIAL_STEP_SHARE * before as f64).then_some(PartialStep {
+        step: last,
+        rows,
+        before,
+    })
+}
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let mut out = Vec::new();
@@ -50,6 +113,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         d.estimable = false;
         out.push(d);
     }
+    out.extend(partial_step(cx, claims));
     // The gaps touching the window's edges: the first run of pieces from
     // `ws` and the last run up to `we`.
     let edge = edge_spans(cx);
@@ -78,6 +142,45 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     }
     out.extend(graph_replays(cx));
     out
+}
+
+fn partial_step(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
+    let p = cx.partial_last?;
+    let pieces = cx.take(claims, |q| q.start >= p.step.start);
+    let ns = cx.total(&pieces);
+    let name = format!("ProfilerStep#{}", p.step.number);
+    let mut d = Draft::new(
+        "D16",
+        "partial_last_step",
+        format!(
+            "The last step ({name}) was cut short by the end of the capture: {} GPU rows \
+             against {} in the step before ({} idle left out)",
+            p.rows,
+            p.before,
+            super::fmt_ns(ns)
+        ),
+        format!(
+            "{name} holds {} GPU rows against {} in the step before, so the capture stopped \
+             inside it (the step opened by the last `prof.step()` runs until the profiler \
+             stops, and holds the profiler's own synchronization); its {} of idle time is left \
+             out of every other finding and of the per-step figures. Analyze complete steps \
+             only (`gapscope analyze --exclude-last-step`, or `--steps A..B`), and stop the \
+             profiler right after a `prof.step()` call.",
+            p.rows,
+            p.before,
+            super::fmt_ns(ns)
+        ),
+    );
+    d.occurrences = 1;
+    d.estimable = false;
+    let ops = &cx.trace.cpu_ops;
+    if let Some(r) =
+        (0..ops.len()).find(|&r| ops.kind[r] == CpuOpKind::ProfilerStep && ops.start[r] == p.step.start)
+    {
+        d.evidence.push(cx.op_evidence(r as u32));
+    }
+    d.pieces = pieces;
+    Some(d)
 }
 
 fn edge_spans(cx: &Cx) -> Vec<(i64, i64)> {

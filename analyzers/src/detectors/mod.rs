@@ -15,14 +15,16 @@
 //! device's idle time:
 //!
 //! ```text
-//! D16 profiler artifacts      cause profiler; untraced edges of the window
+//! D16 profiler artifacts      cause profiler; a last step cut short by the
+//!                             capture; untraced edges of the window
 //! D10 offload ping-pong       syncs/copies of same-size HtoD+DtoH round trips
 //! D5  blocking DtoH read      cause sync, the call waits for a DtoH copy
 //! D7  scalar HtoD copy        cause sync or inside the copy call, ≤ 16 B HtoD
 //! D9  synchronous copy        cause sync on another copy; non-Async copy/memset
 //! D6  explicit sync           cause sync, no copy involved
 //! D11 DataLoader stall        cause dataloader
-//! D14 runtime outliers        inside an allocator call or a call > 50 µs
+//! D14 runtime outliers        inside an allocator call or an outlier call;
+//!                             queued work on an idle device after its launch
 //! D8  pageable copies         inside a copy call from/to pageable memory
 //! D4  per-parameter loop      inside a zero_grad / optimizer range that loops
 //! D3  small serial kernels    inside a run of short kernels
@@ -304,6 +306,8 @@ pub(crate) struct Cx<'a> {
     /// launched, or [`NONE`].
     pub call_gpu: Vec<u32>,
     pub replay: Replay,
+    /// The window's last step when the capture cut it short (D16).
+    pub partial_last: Option<artifacts::PartialStep>,
 }
 
 impl<'a> Cx<'a> {
@@ -333,6 +337,7 @@ impl<'a> Cx<'a> {
             pieces: Vec::new(),
             call_gpu,
             replay,
+            partial_last: artifacts::partial_last_step(trace, device, &window.steps),
         };
         cx.pieces = cx.cut(segs);
         cx
@@ -556,9 +561,12 @@ impl<'a> Cx<'a> {
         pieces.iter().map(|&i| self.pieces[i].dur()).sum()
     }
 
-    /// Number of profiled steps (at least 1), to say "per step".
+    /// Number of complete profiled steps (at least 1), to say "per step":
+    /// a last step cut short by the capture does not count (D16 claims its
+    /// idle time).
     pub fn n_steps(&self) -> i64 {
-        self.steps.len().max(1) as i64
+        let partial = usize::from(self.partial_last.is_some());
+        (self.steps.len() - partial).max(1) as i64
     }
 
     pub fn window_ns(&self) -> Ns {
@@ -1029,6 +1037,15 @@ pub(crate) fn fmt_ns(ns: Ns) -> String {
         format!("{:.1} µs", ns as f64 / 1e3)
     } else {
         format!("{ns} ns")
+    }
+}
+
+/// "once", "3 times".
+pub(crate) fn times(n: usize) -> String {
+    if n == 1 {
+        "once".to_string()
+    } else {
+        format!("{n} times")
     }
 }
 

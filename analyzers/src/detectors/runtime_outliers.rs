@@ -1,82 +1,407 @@
-//! D14, runtime-call outliers: the GPU idles while the launching thread is
-//! inside an allocator call (`cudaMalloc`, `cudaFree`, `cudaHostAlloc`: the
-//! caching allocator growing, or pinned buffers made per copy) or inside
-//! any runtime call longer than 50 µs (notes/detectors.md D14: HTA's
-//! `runtime_cutoff`, TraceLens's `RUNTIME_DOMINATED`).
+//! D14, runtime-call and launch-delay outliers (notes/detectors.md D14):
+//! the GPU idles while the launching thread is stuck inside a CUDA runtime
+//! call, or after a launch returned while the launched work sat queued.
 //!
 //! ```text
-//! stream 7    [k1.....]                       [k2....]
-//! thread 1    [aten::empty..........................]
-//!               [cudaMalloc 2 MB.............][L2]
-//! piece                 [....................]        D14
+//! µs          0    10                     40 42  45       80
+//! stream 7    [k1..]                              [k2.....]
+//! thread 1    [L1]  [aten::empty.............]
+//!                   [cudaMalloc............][L2]
+//! piece             [......................]        allocator_calls_in_step
+//!
+//! µs          0    10 12 17 19          219      225
+//! stream 7    [k1..]  [k][k]  ...              [k......]
+//! thread 1    [L][L][L][L]... [cudaLaunchKernel...]        usually 5 µs
+//! piece                       [..................]         slow_runtime_calls
+//!
+//! µs          0    10 12 14                  214
+//! stream 7    [k1..]                         [k2....]      nothing else runs
+//! thread 1    [L1]  [L2]                                   L2 returned at 14
+//! piece             [........................]             launch_delay_outliers
 //! ```
 //!
-//! Evidence: pieces inside such calls (pieces are cut at the calls'
-//! edges). Threshold: [`NOISE_NS`](super::NOISE_NS) of idle per finding.
-//! Savings: replay with that call time removed.
+//! Three findings, claimed in this order from the pieces no earlier
+//! detector took (pieces are cut at the edges of allocator calls and of
+//! calls over [`SLOW_CALL_NS`]):
+//!
+//! - `allocator_calls_in_step`: pieces inside a device or pinned-host
+//!   allocator call (`cudaMalloc`, `cudaFree`, `cudaHostAlloc`, ...). Any
+//!   such call inside a step is the pattern (TraceLens's
+//!   `RUNTIME_DOMINATED` names them; the PyTorch tuning guide's
+//!   "preallocate memory"), however long.
+//! - `slow_runtime_calls`: pieces inside a call that is an outlier *for its
+//!   API*: longer than [`RUNTIME_FLOOR_NS`] (HTA's `runtime_cutoff`, 50 µs)
+//!   and than median + [`MAD_K`] × 1.4826 × MAD of the durations of the
+//!   calls with the same name on the device's launching threads in the
+//!   window (the robust outlier rule of Leys et al., "Detecting outliers:
+//!   do not use standard deviation around the mean, use absolute deviation
+//!   around the median", J. Exp. Soc. Psych. 2013; 1.4826 makes the MAD
+//!   estimate σ for normal data). The floor keeps microsecond noise out;
+//!   the per-API rule keeps out calls that are always slow (a 1.2 ms
+//!   `cudaGraphLaunch` of a big graph, launches under a hardware-counter
+//!   profiler), which are a cost, not an outlier. An API with fewer than
+//!   [`MIN_SAMPLES`] calls has no usual duration to compare with: the floor
+//!   alone decides, as in HTA. Synchronize calls are D5/D6/D9's and copies
+//!   D8/D9's: neither is cut as a slow call.
+//! - `launch_delay_outliers`: the device is idle from the moment a launch
+//!   call returned until the work it launched starts, for longer than
+//!   [`LAUNCH_DELAY_FLOOR_NS`] (HTA's `launch_delay_cutoff`, 100 µs) and
+//!   the same robust rule over the queued-idle times of the launches of the
+//!   same API. Only the *idle* part of a launch delay counts (ours): delay
+//!   spent behind busy work is the GPU being busy. The claimed pieces are
+//!   the `launch_overhead` ones before the work; segments are cut at the
+//!   launch call's start, so a claimed piece also holds the call itself
+//!   (under 50 µs, or it would be a slow call). Kernels replayed from one
+//!   `cudaGraphLaunch` count once, for the graph's first row.
+//!
+//! Attribution: the operator that made the call (its outermost operator,
+//! annotation and source), the one with the most idle time. Savings:
+//! allocator calls are replayed away (a warm allocator does not call the
+//! driver), slow calls are replayed at their API's median length; launch
+//! delays are not estimable (nothing in the trace says what held the
+//! queued work, so the replay has no edge to shorten) and report 0.
 
-use super::{fmt_ns, CallClass, Cx, Draft, NOISE_NS};
+use super::{
+    api_name, fmt_ns, times, CallClass, Cx, Draft, MAX_EVIDENCE, MAX_GROUPS, NOISE_NS, SLOW_CALL_NS,
+};
+use crate::causes::Cause;
+use gapscope_collectors::trace::{Ns, StrId, Strings, ThreadId, NONE};
+use std::collections::HashMap;
+
+/// No runtime call shorter than this is an outlier (HTA's
+/// `runtime_cutoff`, 50 µs).
+pub const RUNTIME_FLOOR_NS: Ns = SLOW_CALL_NS;
+/// No queued-idle launch delay shorter than this is an outlier (HTA's
+/// `launch_delay_cutoff`, 100 µs).
+pub const LAUNCH_DELAY_FLOOR_NS: Ns = 100_000;
+/// Outlier distance from the median in scaled MADs (Leys et al. 2013
+/// recommend 3 as "very conservative").
+pub const MAD_K: f64 = 3.0;
+/// MAD → σ for normally distributed samples.
+const MAD_SCALE: f64 = 1.4826;
+/// Fewest calls of one API for its median and MAD to say what "usual" is
+/// (ours); with fewer, the floor alone decides.
+pub const MIN_SAMPLES: usize = 8;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let mut out = Vec::new();
-    for (class, id) in [
-        (CallClass::Alloc, "allocator_calls_in_step"),
-        (CallClass::Slow, "slow_runtime_calls"),
-    ] {
-        let pieces = cx.take(claims, |p| p.class == Some(class));
+    out.extend(allocator_calls(cx, claims));
+    out.extend(slow_calls(cx, claims));
+    out.extend(launch_delays(cx, claims));
+    out
+}
+
+/// What "usual" is for one API, and where an outlier starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Usual {
+    pub median: Ns,
+    /// Values above this are outliers.
+    pub threshold: Ns,
+    pub samples: usize,
+}
+
+/// The robust outlier threshold of `sample` (reordered): max(`floor`,
+/// median + [`MAD_K`] × 1.4826 × MAD), or `floor` alone with fewer than
+/// [`MIN_SAMPLES`] values. The median of an even count is the upper middle
+/// value.
+pub(crate) fn usual(sample: &mut [Ns], floor: Ns) -> Usual {
+    let n = sample.len();
+    if n == 0 {
+        return Usual {
+            median: 0,
+            threshold: floor,
+            samples: 0,
+        };
+    }
+    let median = *sample.select_nth_unstable(n / 2).1;
+    let mut dev: Vec<Ns> = sample.iter().map(|&x| (x - median).abs()).collect();
+    let mad = *dev.select_nth_unstable(n / 2).1;
+    let threshold = if n < MIN_SAMPLES {
+        floor
+    } else {
+        let robust = median + (MAD_K * MAD_SCALE * mad as f64).ceil() as Ns;
+        robust.max(floor)
+    };
+    Usual {
+        median,
+        threshold,
+        samples: n,
+    }
+}
+
+type Blame = (Option<String>, Option<String>, Option<String>);
+
+/// The `(operator, annotation, source)` of the calls, weighted by idle
+/// time: the outermost operator around each call, its annotation and
+/// source line; the heaviest wins.
+fn call_blame(cx: &Cx, calls: &[(u32, Ns)]) -> Blame {
+    let ops = &cx.trace.cpu_ops;
+    let mut by: HashMap<(u32, u32, StrId), Ns> = HashMap::new();
+    let mut rep: HashMap<(u32, u32, StrId), (u32, u32)> = HashMap::new();
+    for &(c, w) in calls {
+        let op = cx.trace.links.runtime_op[c as usize];
+        let (outer, ann, src) = if op == NONE {
+            (NONE, NONE, Strings::EMPTY)
+        } else {
+            let o = op as usize;
+            (cx.outer_operator(op), cx.ops.annotation[o], cx.ops.source[o])
+        };
+        let name = |r: u32| if r == NONE { NONE } else { ops.name[r as usize].0 };
+        let key = (name(outer), name(ann), src);
+        *by.entry(key).or_default() += w;
+        rep.entry(key).or_insert((outer, ann));
+    }
+    let Some((key, _)) = by
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+    else {
+        return (None, None, None);
+    };
+    let (op, ann) = rep[&key];
+    (cx.name(op), cx.name(ann), cx.source(key.2))
+}
+
+/// Distinct calls behind pieces, each with the idle time inside it.
+fn calls_of(cx: &Cx, pieces: &[usize]) -> Vec<(u32, Ns)> {
+    let mut by: HashMap<u32, Ns> = HashMap::new();
+    for &i in pieces {
+        let p = &cx.pieces[i];
+        *by.entry(p.call).or_default() += p.dur();
+    }
+    let mut v: Vec<(u32, Ns)> = by.into_iter().collect();
+    v.sort_unstable();
+    v
+}
+
+fn api<'a>(cx: &Cx<'a>, call: u32) -> &'a str {
+    cx.trace.strings.get(cx.trace.runtime.name[call as usize])
+}
+
+/// The call's span on its thread.
+fn call_span(cx: &Cx, c: u32) -> (ThreadId, (Ns, Ns)) {
+    let rt = &cx.trace.runtime;
+    let c = c as usize;
+    (rt.thread[c], (rt.start[c], rt.end[c]))
+}
+
+fn allocator_calls(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
+    let pieces = cx.take(claims, |p| p.class == Some(CallClass::Alloc));
+    let idle = cx.total(&pieces);
+    if idle < NOISE_NS {
+        for &i in &pieces {
+            claims[i] = false;
+        }
+        return None;
+    }
+    let calls = calls_of(cx, &pieces);
+    // Idle per allocator family, to say what the allocator was doing.
+    let (mut frees, mut mallocs, mut host) = (0, 0, 0);
+    for &(c, w) in &calls {
+        let name = api_name(api(cx, c));
+        if name.contains("Host") {
+            host += w;
+        } else if name.contains("Free") {
+            frees += w;
+        } else {
+            mallocs += w;
+        }
+    }
+    let main_api = calls
+        .iter()
+        .max_by_key(|&&(c, w)| (w, std::cmp::Reverse(c)))
+        .map(|&(c, _)| api(cx, c).to_string())
+        .unwrap_or_default();
+    let blame = call_blame(cx, &calls);
+    let place = cx.where_(&blame.0, &blame.2);
+    let per_step = fmt_ns(idle / cx.n_steps());
+    let mut parts: Vec<(Ns, &str)> = vec![
+        (
+            frees,
+            "Device frees inside the step mean the caching allocator is giving memory back: \
+             `torch.cuda.empty_cache()` in the loop, or an allocation that failed under memory \
+             pressure made it free its cached blocks and retry (fragmentation; \
+             `torch.cuda.memory_stats()[\"num_alloc_retries\"]` counts these). Remove \
+             `empty_cache()` from the loop and set \
+             `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` so segments grow instead of \
+             fragmenting.",
+        ),
+        (
+            mallocs,
+            "Device allocations inside the step mean the caching allocator is still growing: \
+             run one warm-up step with the largest input shape before profiling, keep input \
+             shapes stable (pad variable lengths to a few buckets), and consider \
+             `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`.",
+        ),
+        (
+            host,
+            "Pinned host buffers are allocated per copy (`tensor.pin_memory()` in the loop): \
+             allocate them once and reuse them, or let `DataLoader(pin_memory=True)` pin \
+             batches in its own thread.",
+        ),
+    ];
+    parts.retain(|p| p.0 > 0);
+    parts.sort_by_key(|p| std::cmp::Reverse(p.0));
+    let advice: Vec<&str> = parts.iter().map(|p| p.1).collect();
+    let title = format!(
+        "{} allocator calls ({main_api}, ...) inside the steps leave the GPU idle {}",
+        calls.len(),
+        fmt_ns(idle)
+    );
+    let hint = format!(
+        "{place} calls the CUDA allocator ({main_api}) inside the step, {per_step} idle per \
+         step. {}",
+        advice.join(" ")
+    );
+    let mut d = Draft::new("D14", "allocator_calls_in_step", title, hint);
+    d.occurrences = calls.len() as u64;
+    d.remove_piece_cpu = false;
+    for &(c, _) in &calls {
+        d.edit.remove_cpu.push(call_span(cx, c));
+    }
+    for &(c, _) in calls.iter().take(MAX_EVIDENCE / 2) {
+        d.evidence.push(cx.runtime_evidence(c));
+    }
+    d.pieces = pieces;
+    d.blame = Some(blame);
+    Some(d)
+}
+
+/// True for the APIs that launch work (kernels or graphs).
+fn is_launch_api(name: &str) -> bool {
+    name.contains("LaunchKernel")
+        || name.contains("LaunchCooperativeKernel")
+        || name.contains("GraphLaunch")
+        || name.starts_with("cuLaunch")
+}
+
+/// Durations of the calls named in `names` on the device's launching
+/// threads inside the window, per name.
+fn durations_by_name(cx: &Cx, names: &HashMap<StrId, Vec<Ns>>) -> HashMap<StrId, Vec<Ns>> {
+    let rt = &cx.trace.runtime;
+    let mut launcher = vec![false; cx.trace.threads.len()];
+    for t in &cx.ev.launchers {
+        launcher[t.0 as usize] = true;
+    }
+    let (ws, we) = cx.window;
+    let mut out: HashMap<StrId, Vec<Ns>> = names.keys().map(|&k| (k, Vec::new())).collect();
+    for r in 0..rt.len() {
+        if rt.start[r] >= we || rt.end[r] <= ws {
+            continue;
+        }
+        if !launcher.get(rt.thread[r].0 as usize).copied().unwrap_or(false) {
+            continue;
+        }
+        if let Some(v) = out.get_mut(&rt.name[r]) {
+            v.push(rt.end[r] - rt.start[r]);
+        }
+    }
+    out
+}
+
+fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
+    let rt = &cx.trace.runtime;
+    let mut names: HashMap<StrId, Vec<Ns>> = HashMap::new();
+    for (i, p) in cx.pieces.iter().enumerate() {
+        if !claims[i] && p.class == Some(CallClass::Slow) {
+            names.entry(rt.name[p.call as usize]).or_default();
+        }
+    }
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let usual_of: HashMap<StrId, Usual> = durations_by_name(cx, &names)
+        .into_iter()
+        .map(|(k, mut v)| (k, usual(&mut v, RUNTIME_FLOOR_NS)))
+        .collect();
+    let dur = |c: u32| rt.end[c as usize] - rt.start[c as usize];
+    let taken = cx.take(claims, |p| {
+        p.class == Some(CallClass::Slow)
+            && usual_of
+                .get(&rt.name[p.call as usize])
+                .is_some_and(|u| dur(p.call) > u.threshold)
+    });
+    let mut by: HashMap<StrId, Vec<usize>> = HashMap::new();
+    for i in taken {
+        by.entry(rt.name[cx.pieces[i].call as usize]).or_default().push(i);
+    }
+    let mut groups: Vec<(StrId, Vec<usize>)> = by.into_iter().collect();
+    groups.sort_by_key(|(k, v)| (std::cmp::Reverse(cx.total(v)), *k));
+    let mut out = Vec::new();
+    for (name, pieces) in groups {
         let idle = cx.total(&pieces);
-        if idle < NOISE_NS {
-            for &i in &pieces {
-                claims[i] = false;
+        if idle < NOISE_NS || out.len() >= MAX_GROUPS {
+            if idle < NOISE_NS {
+                for &i in &pieces {
+                    claims[i] = false;
+                }
             }
             continue;
         }
-        let calls: Vec<u32> = {
-            let mut c: Vec<u32> = pieces.iter().map(|&i| cx.pieces[i].call).collect();
-            c.sort_unstable();
-            c.dedup();
-            c
-        };
-        let api = cx
-            .trace
-            .strings
-            .get(cx.trace.runtime.name[calls[0] as usize])
-            .to_string();
-        let blame = cx.blame(&pieces);
+        let u = usual_of[&name];
+        let api = cx.trace.strings.get(name).to_string();
+        let calls = calls_of(cx, &pieces);
+        let longest = calls.iter().map(|&(c, _)| dur(c)).max().unwrap_or(0);
+        let blame = call_blame(cx, &calls);
         let place = cx.where_(&blame.0, &blame.2);
         let per_step = fmt_ns(idle / cx.n_steps());
-        let (title, hint) = match class {
-            CallClass::Alloc => (
-                format!(
-                    "{} allocator calls ({api}, ...) inside the steps leave the GPU idle {}",
-                    calls.len(),
-                    fmt_ns(idle)
-                ),
-                format!(
-                    "{place} calls the CUDA allocator ({api}) inside the step, {per_step} idle per \
-                     step: the caching allocator is still growing or releasing memory. Run one \
-                     warm-up step with the largest input shape before profiling, avoid \
-                     `torch.cuda.empty_cache()` in the loop, keep input shapes stable (pad \
-                     variable lengths to a few buckets), and allocate pinned buffers once."
-                ),
-            ),
-            _ => (
-                format!(
-                    "{} runtime calls over 50 µs ({api}, ...) leave the GPU idle {}",
-                    calls.len(),
-                    fmt_ns(idle)
-                ),
-                format!(
-                    "{place} spends {per_step} per step inside slow CUDA runtime calls ({api}) \
-                     while the GPU waits. Look for module loading, stream or event creation, or \
-                     `cudaGetDeviceProperties`-style queries in the loop and hoist them out of \
-                     the step."
-                ),
-            ),
+        let usual_text = if u.samples >= MIN_SAMPLES {
+            format!("usually {}", fmt_ns(u.median))
+        } else {
+            format!("over {}", fmt_ns(RUNTIME_FLOOR_NS))
         };
-        let mut d = Draft::new("D14", id, title, hint);
+        let title = format!(
+            "{} `{api}` {} up to {} ({usual_text}) and {} the GPU idle {}",
+            calls.len(),
+            if calls.len() == 1 {
+                "call takes"
+            } else {
+                "calls take"
+            },
+            fmt_ns(longest),
+            if calls.len() == 1 { "leaves" } else { "leave" },
+            fmt_ns(idle)
+        );
+        let bare = api_name(&api);
+        let advice = if is_launch_api(bare) {
+            let graph = if bare.contains("GraphLaunch") {
+                " The first replay of a CUDA graph also uploads it: replay it once (or call \
+                 `graph.upload()`) before the loop."
+            } else {
+                ""
+            };
+            format!(
+                "A launch is normally 5–20 µs of CPU work; a long one means the launching \
+                 thread was slowed or descheduled. Check for CPU oversubscription (DataLoader \
+                 workers and OpenMP/MKL threads on the training thread's cores: set \
+                 `OMP_NUM_THREADS`, pin the process with `taskset` or `numactl`), profiler \
+                 overhead (`with_stack=True` and `record_shapes=True` slow every call: compare \
+                 with an unprofiled step), and first launches under lazy module loading (warm \
+                 up before profiling, or set `CUDA_MODULE_LOADING=EAGER`).{graph}"
+            )
+        } else {
+            "Creating streams or events, querying device properties or kernel attributes, \
+             and the first CUDA call of a process (context creation) are slow: create CUDA \
+             objects once outside the loop, move queries out of the step, and run a warm-up \
+             step before profiling."
+                .to_string()
+        };
+        let hint = format!(
+            "{place} makes `{api}` calls that take up to {} ({usual_text}) while the GPU waits, \
+             {per_step} idle per step. {advice}",
+            fmt_ns(longest)
+        );
+        let mut d = Draft::new("D14", "slow_runtime_calls", title, hint);
         d.occurrences = calls.len() as u64;
-        for &c in calls.iter().take(super::MAX_EVIDENCE / 2) {
+        // The fix brings each call back to its API's usual length.
+        d.remove_piece_cpu = false;
+        for &(c, _) in &calls {
+            let (t, (s, e)) = call_span(cx, c);
+            let keep = if u.samples >= MIN_SAMPLES { u.median } else { 0 };
+            if s + keep < e {
+                d.edit.remove_cpu.push((t, (s + keep, e)));
+            }
+        }
+        for &(c, _) in calls.iter().take(MAX_EVIDENCE / 2) {
             d.evidence.push(cx.runtime_evidence(c));
         }
         d.pieces = pieces;
@@ -84,4 +409,166 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         out.push(d);
     }
     out
+}
+
+/// One launch whose work waited in the queue on an idle device.
+struct Delayed {
+    row: u32,
+    call: u32,
+    /// Idle pieces from the call to the work, latest first.
+    pieces: Vec<usize>,
+    /// The idle part after the call returned.
+    queued: Ns,
+}
+
+fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
+    let t = cx.trace;
+    let (g, rt) = (&t.gpu, &t.runtime);
+    let (ws, we) = cx.window;
+    let ps = &cx.pieces;
+    let mut used = vec![false; ps.len()];
+    let mut found: Vec<Delayed> = Vec::new();
+    for k in 0..g.len() {
+        if g.device[k] != cx.device || !g.is_busy(k) || g.start[k] <= ws || g.start[k] > we {
+            continue;
+        }
+        let call = t.links.gpu_launch[k];
+        if call == NONE {
+            continue;
+        }
+        // Graph replays: only the graph's first row waited for the launch.
+        if t.links.runtime_gpu_count[call as usize] > 1 && cx.call_gpu[call as usize] != k as u32 {
+            continue;
+        }
+        let start = g.start[k];
+        let ret = rt.end[call as usize];
+        if ret >= start {
+            continue;
+        }
+        let j = ps.partition_point(|p| p.end < start);
+        if j >= ps.len() || ps[j].end != start || used[j] {
+            continue;
+        }
+        let mut pieces = Vec::new();
+        let mut queued = 0;
+        let mut i = j;
+        loop {
+            let p = &ps[i];
+            if claims[i]
+                || used[i]
+                || p.seg.cause != Cause::LaunchOverhead
+                || p.class.is_some()
+                || p.end <= ret
+            {
+                break;
+            }
+            pieces.push(i);
+            queued += p.end - p.start.max(ret);
+            if p.start <= ret || i == 0 || ps[i - 1].end != p.start {
+                break;
+            }
+            i -= 1;
+        }
+        if pieces.is_empty() {
+            continue;
+        }
+        for &i in &pieces {
+            used[i] = true;
+        }
+        found.push(Delayed {
+            row: k as u32,
+            call,
+            pieces,
+            queued,
+        });
+    }
+    // The usual queued-idle time per launching API.
+    let mut samples: HashMap<StrId, Vec<Ns>> = HashMap::new();
+    for d in &found {
+        samples
+            .entry(rt.name[d.call as usize])
+            .or_default()
+            .push(d.queued);
+    }
+    let usual_of: HashMap<StrId, Usual> = samples
+        .into_iter()
+        .map(|(k, mut v)| (k, usual(&mut v, LAUNCH_DELAY_FLOOR_NS)))
+        .collect();
+    let mut by: HashMap<StrId, Vec<&Delayed>> = HashMap::new();
+    for d in &found {
+        let name = rt.name[d.call as usize];
+        if d.queued > usual_of[&name].threshold {
+            by.entry(name).or_default().push(d);
+        }
+    }
+    let weight = |ds: &Vec<&Delayed>| -> Ns { ds.iter().map(|d| cx.total(&d.pieces)).sum() };
+    let mut groups: Vec<(StrId, Vec<&Delayed>)> = by.into_iter().collect();
+    groups.sort_by_key(|(k, ds)| (std::cmp::Reverse(weight(ds)), *k));
+    let mut out = Vec::new();
+    for (name, ds) in groups.into_iter().take(MAX_GROUPS) {
+        let mut pieces: Vec<usize> = ds.iter().flat_map(|d| d.pieces.iter().copied()).collect();
+        pieces.sort_unstable();
+        for &i in &pieces {
+            claims[i] = true;
+        }
+        let idle = cx.total(&pieces);
+        let queued: Ns = ds.iter().map(|d| d.queued).sum();
+        let longest = ds.iter().map(|d| d.queued).max().unwrap_or(0);
+        let api = t.strings.get(name).to_string();
+        let calls: Vec<(u32, Ns)> = ds.iter().map(|d| (d.call, cx.total(&d.pieces))).collect();
+        let blame = call_blame(cx, &calls);
+        let place = cx.where_(&blame.0, &blame.2);
+        let title = format!(
+            "Work launched with `{api}` waited in the queue on an idle GPU {} ({} in total, up \
+             to {})",
+            times(ds.len()),
+            fmt_ns(queued),
+            fmt_ns(longest)
+        );
+        let hint = format!(
+            "Work launched by {place} sat queued for up to {} after `{api}` returned while \
+             nothing ran on the GPU ({} idle per step); normally it starts within a few \
+             microseconds. Nothing in the trace holds it, so look outside: another process or \
+             container sharing this GPU (check `nvidia-smi`, MPS or time-slicing), a stream \
+             waiting for an event of another device or for a host callback \
+             (`cudaLaunchHostFunc`), profiler buffer flushes, or GPU work missing from the trace \
+             (a sampled or truncated trace, events Kineto dropped when its buffers filled). \
+             Profile again with the GPU to yourself; if the delay stays, check what the stream \
+             waits on.",
+            fmt_ns(longest),
+            fmt_ns(idle / cx.n_steps())
+        );
+        let mut d = Draft::new("D14", "launch_delay_outliers", title, hint);
+        d.occurrences = ds.len() as u64;
+        d.estimable = false;
+        for x in ds.iter().take(MAX_EVIDENCE / 2) {
+            d.evidence.push(cx.runtime_evidence(x.call));
+            d.evidence.push(cx.gpu_evidence(x.row));
+        }
+        d.pieces = pieces;
+        d.blame = Some(blame);
+        out.push(d);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usual_is_median_and_scaled_mad() {
+        // Median 10, MAD 1: threshold 10 + ceil(3 × 1.4826) = 15.
+        let mut v = vec![9, 10, 11, 10, 9, 11, 10, 400];
+        let u = usual(&mut v, 0);
+        assert_eq!((u.median, u.threshold, u.samples), (10, 15, 8));
+        // The floor wins over a tight distribution.
+        assert_eq!(usual(&mut v, 50).threshold, 50);
+        // Too few samples: the floor alone.
+        let mut few = vec![1000, 1000, 1000];
+        assert_eq!(usual(&mut few, 50).threshold, 50);
+        // Always slow: nothing stands out.
+        let mut slow = vec![1_200_000; 12];
+        assert_eq!(usual(&mut slow, 50).threshold, 1_200_000);
+    }
 }

@@ -1,33 +1,96 @@
-//! D13, cross-stream waits (context): a stream sits idle on a
-//! `cudaStreamWaitEvent` until a producer on another stream finishes
-//! (notes/detectors.md D13; TraceLens's `cross_stream_dep`).
+//! D13, cross-stream waits (context): work on one stream was launched and
+//! its stream was free, yet it started only when work on another stream
+//! finished, because the stream waits on an event recorded behind that
+//! work (notes/detectors.md D13; TraceLens's `cross_stream_dep`).
 //!
 //! ```text
-//! stream 20   [producer (e.g. NCCL / copy)............]
-//! stream 24   [k1]  [Stream Wait Event]                [consumer k2...]
-//!                 ^ stream gap ...........................^  waited
+//! stream 20   [producer (NCCL, a copy, a side-stream kernel)....]
+//! stream 24   [k1]                                               [consumer]
+//! thread 1    [L1][record][cudaStreamWaitEvent][L consumer]
+//!                                                 ^ ready        ^ start
+//!                                              [waited..........]
 //! ```
 //!
-//! Evidence: a Kineto `Stream Wait Event` record on a stream, followed on
-//! that stream by a gap of at least [`NOISE_NS`](super::NOISE_NS) that ends
-//! when its next work starts; the producer is the row on another stream
-//! that ended last before then. The device is usually busy meanwhile (the
-//! producer runs), so this is about one stream, not device idle time:
-//! `explained_ns` is the stream's waiting time, `idle_ns` the part of it
-//! when the whole device was idle, and the saving is not estimable (it
-//! depends on whether the producer can start earlier).
+//! A stream waits when a trace shows either
+//!
+//! - a Kineto `Stream Wait Event` record (`cuda_sync` category) on it: its
+//!   stream is the waiting one, and its correlation names the
+//!   `cudaStreamWaitEvent` call; or
+//! - a `cudaStreamWaitEvent` / `cuStreamWaitEvent` / `hipStreamWaitEvent`
+//!   call without such a record (traces from before Kineto recorded sync
+//!   events, or with them off): the waiting stream is the one the same
+//!   thread launches on next, which is how `stream.wait_event(e)` /
+//!   `wait_stream` are used (PyTorch's c10d issues record → wait → launch).
+//!
+//! Kineto's `Event Sync` records are not stream-to-stream waits: they are
+//! the host blocked in `cudaEventSynchronize` (or polling with
+//! `cudaEventQuery`), D6's explicit synchronizations.
+//!
+//! The wait is real when the *consumer* (the first row on the waiting
+//! stream launched after the wait) starts at least
+//! [`NOISE_NS`](super::NOISE_NS) after it was *ready* (its launch call had
+//! returned, the previous row on its stream had ended, the wait was
+//! issued), and a row of another stream of the device (the *producer*)
+//! ended within [`PRODUCER_SLACK_NS`] before the consumer started. The
+//! waited span is ready → consumer start; a consumer is counted once
+//! however many waits precede it.
+//!
+//! Findings, both context (`primary: false`): `communication_wait` when
+//! the producer is a collective (NCCL/RCCL: communication exposed on the
+//! compute stream), `cross_stream_wait` otherwise. The device is usually
+//! busy meanwhile (the producer runs), so this is about one stream, not
+//! device idle time: `explained_ns` is the waiting time, `idle_ns` the part
+//! of it when the whole device was idle, and the saving is not estimable
+//! (it depends on whether the producer can start earlier or be split).
+//! Attribution: the operator that launched the producer.
 
-use super::{fmt_ns, Cx, Draft, NOISE_NS};
-use gapscope_collectors::trace::{GpuKind, Ns};
-use std::collections::HashMap;
+use super::{fmt_ns, times, Cx, Draft, Evidence, MAX_EVIDENCE, NOISE_NS};
+use crate::kinds::is_communication_name;
+use gapscope_collectors::trace::{GpuKind, Ns, StrId, NONE};
+use std::collections::{HashMap, HashSet};
 
-pub(super) fn detect(cx: &Cx) -> Option<Draft> {
+/// Longest time from the producer's end to the consumer's start for the
+/// one to have held the other (ours, measured on the shared traces: waits
+/// resume 0–19 µs after the producer ends in nccl_data, trace_diff and
+/// alexnet, while a stream gap with no wait behind it ends milliseconds
+/// after the last row of another stream).
+pub const PRODUCER_SLACK_NS: Ns = 20_000;
+
+/// How far to look for the consumer: calls of the waiting thread after the
+/// wait, rows of the waiting stream after it.
+const LOOKAHEAD: usize = 64;
+
+/// One stream told to wait, and when.
+struct Wait {
+    stream: i64,
+    /// The wait call (`runtime` row), or [`NONE`] for a record without one.
+    call: u32,
+    /// The sync record (`gpu` row), or [`NONE`].
+    record: u32,
+    /// When the wait was issued: the call's end, else the record's start.
+    at: Ns,
+}
+
+/// One consumer that waited, and on what.
+struct Waited {
+    consumer: u32,
+    producer: u32,
+    span: (Ns, Ns),
+    wait: Wait,
+}
+
+fn is_wait_api(name: &str) -> bool {
+    name.contains("StreamWaitEvent")
+}
+
+pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
     let t = cx.trace;
-    let g = &t.gpu;
+    let (g, rt) = (&t.gpu, &t.runtime);
     let (ws, we) = cx.window;
     let mut per_stream: HashMap<i64, Vec<u32>> = HashMap::new();
     let mut by_end: Vec<u32> = Vec::new();
-    let mut waits: Vec<u32> = Vec::new();
+    let mut waits: Vec<Wait> = Vec::new();
+    let mut recorded: HashSet<u32> = HashSet::new();
     for i in 0..g.len() {
         if g.device[i] != cx.device || g.start[i] >= we || g.end[i] <= ws {
             continue;
@@ -35,96 +98,235 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
         if g.is_busy(i) {
             per_stream.entry(g.stream[i]).or_default().push(i as u32);
             by_end.push(i as u32);
-        } else if g.kind[i] == GpuKind::Sync && t.strings.get(g.name[i]).contains("Wait Event") {
-            waits.push(i as u32);
-        }
-    }
-    if waits.is_empty() {
-        return None;
-    }
-    by_end.sort_by_key(|&r| g.end[r as usize]);
-    let mut waited: Ns = 0;
-    let mut idle: Ns = 0;
-    let mut count = 0u64;
-    let mut producers: HashMap<u32, Ns> = HashMap::new();
-    let mut evidence = Vec::new();
-    for &w in &waits {
-        let s = g.stream[w as usize];
-        let Some(rows) = per_stream.get(&s) else {
-            continue;
-        };
-        let at = g.start[w as usize];
-        let k = rows.partition_point(|&r| g.start[r as usize] < at);
-        let Some(&next) = rows.get(k) else {
-            continue;
-        };
-        let prev_end = if k > 0 { g.end[rows[k - 1] as usize] } else { at };
-        let span = (prev_end.max(at), g.start[next as usize]);
-        if span.1 - span.0 < NOISE_NS {
-            continue;
-        }
-        count += 1;
-        waited += span.1 - span.0;
-        idle += idle_within(cx, span);
-        // The producer: the row of another stream that ended last by then.
-        let j = by_end.partition_point(|&r| g.end[r as usize] <= span.1);
-        if let Some(&p) = by_end[..j]
-            .iter()
-            .rev()
-            .take(64)
-            .find(|&&r| g.stream[r as usize] != s)
+        } else if g.kind[i] == GpuKind::Sync
+            && g.stream[i] >= 0
+            && t.strings.get(g.name[i]).contains("Wait Event")
         {
-            *producers.entry(g.name[p as usize].0).or_default() += span.1 - span.0;
-            if evidence.len() < super::MAX_EVIDENCE {
-                evidence.push(cx.gpu_evidence(p));
+            let call = t.links.gpu_launch[i];
+            if call != NONE {
+                recorded.insert(call);
             }
-        }
-        if evidence.len() < super::MAX_EVIDENCE {
-            evidence.push(super::Evidence {
-                kind: "stream_wait".into(),
-                row: Some(w),
-                start_ns: span.0,
-                end_ns: span.1,
+            waits.push(Wait {
+                stream: g.stream[i],
+                call,
+                record: i as u32,
+                at: if call != NONE {
+                    rt.end[call as usize]
+                } else {
+                    g.start[i]
+                },
             });
         }
     }
-    if count == 0 {
+    waits.extend(unrecorded_waits(cx, &recorded));
+    if waits.is_empty() {
+        return Vec::new();
+    }
+    by_end.sort_by_key(|&r| (g.end[r as usize], r));
+    let mut seen: HashSet<u32> = HashSet::new();
+    let mut found: Vec<Waited> = Vec::new();
+    for w in waits {
+        let Some(rows) = per_stream.get(&w.stream) else {
+            continue;
+        };
+        let Some((k, ready)) = consumer(cx, rows, &w) else {
+            continue;
+        };
+        let start = g.start[k as usize];
+        if start - ready < NOISE_NS || seen.contains(&k) {
+            continue;
+        }
+        // The producer: the row of another stream that ended last by then.
+        let j = by_end.partition_point(|&r| g.end[r as usize] <= start);
+        let Some(&p) = by_end[..j]
+            .iter()
+            .rev()
+            .take(LOOKAHEAD)
+            .find(|&&r| g.stream[r as usize] != w.stream)
+        else {
+            continue;
+        };
+        let p_end = g.end[p as usize];
+        if start - p_end > PRODUCER_SLACK_NS || p_end <= ready {
+            continue;
+        }
+        seen.insert(k);
+        found.push(Waited {
+            consumer: k,
+            producer: p,
+            span: (ready, start),
+            wait: w,
+        });
+    }
+    let (comm, other): (Vec<Waited>, Vec<Waited>) = found
+        .into_iter()
+        .partition(|x| is_communication_name(t.strings.get(g.name[x.producer as usize])));
+    [draft(cx, comm, true), draft(cx, other, false)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Waits known only from their runtime call: the stream is that of the
+/// next row of this device the same thread launches.
+fn unrecorded_waits(cx: &Cx, recorded: &HashSet<u32>) -> Vec<Wait> {
+    let t = cx.trace;
+    let rt = &t.runtime;
+    let (ws, we) = cx.window;
+    let mut out = Vec::new();
+    let mut wait_api: HashMap<StrId, bool> = HashMap::new();
+    for c in 0..rt.len() {
+        if rt.start[c] >= we || rt.end[c] <= ws || recorded.contains(&(c as u32)) {
+            continue;
+        }
+        let name = rt.name[c];
+        if !*wait_api
+            .entry(name)
+            .or_insert_with(|| is_wait_api(t.strings.get(name)))
+        {
+            continue;
+        }
+        let thread = rt.thread[c];
+        // Bounded: other threads' calls interleave, but the launch follows
+        // the wait closely.
+        let next = (c + 1..rt.len())
+            .take(LOOKAHEAD * LOOKAHEAD)
+            .filter(|&r| rt.thread[r] == thread)
+            .take(LOOKAHEAD)
+            .map(|r| cx.call_gpu[r])
+            .find(|&row| row != NONE && t.gpu.is_busy(row as usize));
+        if let Some(row) = next {
+            out.push(Wait {
+                stream: t.gpu.stream[row as usize],
+                call: c as u32,
+                record: NONE,
+                at: rt.end[c],
+            });
+        }
+    }
+    out
+}
+
+/// The first row of the waiting stream launched after the wait (by the
+/// waiting thread when the wait call is known), and when it was ready.
+fn consumer(cx: &Cx, rows: &[u32], w: &Wait) -> Option<(u32, Ns)> {
+    let t = cx.trace;
+    let (g, rt) = (&t.gpu, &t.runtime);
+    let first = rows.partition_point(|&r| g.start[r as usize] < w.at);
+    for (n, &k) in rows[first..].iter().enumerate().take(LOOKAHEAD) {
+        let launch = t.links.gpu_launch[k as usize];
+        let launched_after = match (launch, w.call) {
+            (NONE, _) => true,
+            (l, NONE) => rt.start[l as usize] >= w.at,
+            (l, c) => {
+                rt.start[l as usize] >= rt.start[c as usize] && rt.thread[l as usize] == rt.thread[c as usize]
+            }
+        };
+        if !launched_after {
+            continue;
+        }
+        let prev_end = (first + n)
+            .checked_sub(1)
+            .map_or(Ns::MIN, |i| g.end[rows[i] as usize]);
+        let launched = if launch == NONE {
+            Ns::MIN
+        } else {
+            rt.end[launch as usize]
+        };
+        return Some((k, w.at.max(prev_end).max(launched)));
+    }
+    None
+}
+
+fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
+    if found.is_empty() {
         return None;
     }
-    let producer = producers
-        .iter()
-        .max_by_key(|(k, v)| (**v, std::cmp::Reverse(**k)))
-        .map(|(&k, _)| {
-            t.strings
-                .get(gapscope_collectors::trace::StrId(k))
-                .chars()
-                .take(80)
-                .collect::<String>()
-        })
+    let t = cx.trace;
+    let g = &t.gpu;
+    let waited: Ns = found.iter().map(|x| x.span.1 - x.span.0).sum();
+    let idle: Ns = found.iter().map(|x| idle_within(cx, x.span)).sum();
+    // The heaviest (waiting stream, producer stream, producer name).
+    let mut by: HashMap<(i64, i64, u32), Ns> = HashMap::new();
+    for x in &found {
+        let p = x.producer as usize;
+        let key = (g.stream[x.consumer as usize], g.stream[p], g.name[p].0);
+        *by.entry(key).or_default() += x.span.1 - x.span.0;
+    }
+    let ((s, ps, pname), _) = by
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))?;
+    let producer: String = t.strings.get(StrId(pname)).chars().take(80).collect();
+    let count = found.len();
+    let blame = {
+        // The producer's launching operator, weighted by waiting time.
+        let mut w: HashMap<u32, Ns> = HashMap::new();
+        for x in &found {
+            *w.entry(x.producer).or_default() += x.span.1 - x.span.0;
+        }
+        let (&row, _) = w.iter().max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))?;
+        cx.launch_blame(row)
+    };
+    let from = blame
+        .0
+        .as_ref()
+        .map(|o| format!(" (launched by `{o}`)"))
         .unwrap_or_default();
-    let mut d = Draft::new(
-        "D13",
-        "cross_stream_wait",
-        format!(
-            "Streams wait {count} times on work of other streams ({} in total)",
-            fmt_ns(waited)
-        ),
-        format!(
-            "A stream waits for an event recorded on another stream, mostly on `{producer}` \
-             ({} in total). If the consumer does not need all of the producer's output, split \
-             the producer or record the event earlier (`event.record()` right after the part \
-             that is needed) so compute can overlap; for communication, bucket gradients so \
-             all-reduce starts during backward.",
-            fmt_ns(waited)
-        ),
-    );
-    d.occurrences = count;
+    let (id, title, hint) = if comm {
+        (
+            "communication_wait",
+            format!(
+                "Stream {s} waits {} for communication on stream {ps} ({} in total)",
+                times(count),
+                fmt_ns(waited)
+            ),
+            format!(
+                "Work on stream {s} waits for the collective `{producer}` on stream {ps}{from}, \
+                 {} in total: the communication is exposed instead of overlapping compute. With \
+                 DDP, let gradient buckets (`bucket_cap_mb`) start all-reduce during backward and \
+                 use `no_sync()` during gradient accumulation; with FSDP, enable \
+                 `forward_prefetch` and `backward_prefetch`; with `dist.all_reduce(..., \
+                 async_op=True)`, call `work.wait()` as late as possible.",
+                fmt_ns(waited)
+            ),
+        )
+    } else {
+        (
+            "cross_stream_wait",
+            format!(
+                "Stream {s} waits {} on work of stream {ps} ({} in total)",
+                times(count),
+                fmt_ns(waited)
+            ),
+            format!(
+                "Work on stream {s} waits for an event recorded after `{producer}` on stream \
+                 {ps}{from}, {} in total. If the consumer does not need all of the producer's \
+                 output, split the producer or record the event earlier (`event.record()` right \
+                 after the part that is needed) so the streams overlap; start the producer \
+                 earlier (prefetch copies one step ahead) so it is done when it is needed.",
+                fmt_ns(waited)
+            ),
+        )
+    };
+    let mut d = Draft::new("D13", id, title, hint);
+    d.occurrences = count as u64;
     d.primary = false;
     d.estimable = false;
     d.context_idle_ns = idle;
     d.removed_busy_ns = waited - idle;
-    d.blame = Some((None, None, None));
-    d.evidence = evidence;
+    d.blame = Some(blame);
+    let mut order: Vec<&Waited> = found.iter().collect();
+    order.sort_by_key(|x| (std::cmp::Reverse(x.span.1 - x.span.0), x.consumer));
+    for x in order.into_iter().take(MAX_EVIDENCE / 3) {
+        d.evidence.push(cx.gpu_evidence(x.producer));
+        d.evidence.push(Evidence {
+            kind: "stream_wait".into(),
+            row: (x.wait.record != NONE).then_some(x.wait.record),
+            start_ns: x.span.0,
+            end_ns: x.span.1,
+        });
+        d.evidence.push(cx.gpu_evidence(x.consumer));
+    }
     Some(d)
 }
 
