@@ -62,6 +62,7 @@
 use crate::evidence::DeviceEvidence;
 use crate::intervals::{union, Span};
 use gapscope_collectors::trace::{FxHashMap, GpuKind, Ns, ThreadId, Trace, NONE};
+use std::cell::Cell;
 use std::sync::Mutex;
 
 /// A fix expressed as a change to the dependency graph.
@@ -732,25 +733,58 @@ impl Applied {
 }
 
 /// Disjoint sorted spans with prefix sums: the covered length of any range
-/// in O(log n).
+/// in O(log n), and in O(1) when successive queries move little.
+///
+/// A replay asks for the removed time between each call and the one before
+/// it on its thread, in the order the calls start: the ranges' starts move
+/// forward by a few spans at a time. A cursor remembers where the last
+/// range started, and each query walks from there; a walk of more than
+/// [`Cumulative::WALK`] steps (a thread's previous call far back) falls
+/// back to a binary search. Either way the position found is the same, so
+/// the result is too.
 struct Cumulative {
     spans: Vec<Span>,
     prefix: Vec<Ns>,
+    /// Where the last [`Cumulative::within`] range started.
+    cursor: Cell<usize>,
 }
 
 impl Cumulative {
+    /// Steps walked before binary searching instead.
+    const WALK: usize = 4;
+
     fn new(spans: Vec<Span>) -> Cumulative {
         let mut prefix = Vec::with_capacity(spans.len() + 1);
         prefix.push(0);
         for &(s, e) in &spans {
             prefix.push(prefix.last().unwrap() + (e - s));
         }
-        Cumulative { spans, prefix }
+        Cumulative {
+            spans,
+            prefix,
+            cursor: Cell::new(0),
+        }
     }
 
-    /// Covered length of everything before `t`.
-    fn upto(&self, t: Ns) -> Ns {
-        let k = self.spans.partition_point(|&(s, _)| s < t);
+    /// The number of spans starting before `t`, searched from `from`.
+    fn seek(&self, t: Ns, from: usize) -> usize {
+        let n = self.spans.len();
+        let mut k = from.min(n);
+        for _ in 0..Self::WALK {
+            if k < n && self.spans[k].0 < t {
+                k += 1;
+            } else if k > 0 && self.spans[k - 1].0 >= t {
+                k -= 1;
+            } else {
+                return k;
+            }
+        }
+        self.spans.partition_point(|&(s, _)| s < t)
+    }
+
+    /// Covered length of everything before `t`, where `k` spans start
+    /// before `t`.
+    fn upto(&self, t: Ns, k: usize) -> Ns {
         let mut total = self.prefix[k];
         if k > 0 {
             let (s, e) = self.spans[k - 1];
@@ -762,10 +796,13 @@ impl Cumulative {
     }
 
     fn within(&self, a: Ns, b: Ns) -> Ns {
-        if b <= a {
+        if b <= a || self.spans.is_empty() {
             return 0;
         }
-        self.upto(b) - self.upto(a)
+        let ka = self.seek(a, self.cursor.get());
+        self.cursor.set(ka);
+        let kb = self.seek(b, ka);
+        self.upto(b, kb) - self.upto(a, ka)
     }
 }
 
@@ -796,5 +833,35 @@ mod tests {
         assert_eq!(c.within(-5, 100), 20);
         assert_eq!(c.within(10, 20), 0);
         assert_eq!(c.within(25, 22), 0);
+    }
+
+    /// The cursor gives what a fresh binary search gives, whatever order
+    /// the queries come in (forward in small steps, far jumps back and
+    /// forth, repeats).
+    #[test]
+    fn cursor_agrees_with_binary_search() {
+        let spans: Vec<Span> = (0..200).map(|i| (i * 10, i * 10 + 3 + i % 5)).collect();
+        let c = Cumulative::new(spans.clone());
+        let fresh = |a: Ns, b: Ns| {
+            let upto = |t: Ns| spans.iter().map(|&(s, e)| (e.min(t) - s).max(0)).sum::<Ns>();
+            if b <= a {
+                0
+            } else {
+                upto(b) - upto(a)
+            }
+        };
+        let mut x: u64 = 7;
+        let mut queries: Vec<(Ns, Ns)> = (0..500).map(|i| (i * 4 - 20, i * 4 + 13)).collect();
+        for _ in 0..500 {
+            // xorshift: far jumps in both directions
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let a = (x % 2100) as Ns - 50;
+            queries.push((a, a + (x >> 20) as Ns % 300));
+        }
+        for (a, b) in queries {
+            assert_eq!(c.within(a, b), fresh(a, b), "within({a}, {b})");
+        }
     }
 }
