@@ -43,6 +43,12 @@ pub struct ExportArgs {
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
 
+    /// Write plain Perfetto packets instead of zlib-compressed chunks of
+    /// them (3-6x larger; for tools that cannot inflate
+    /// `compressed_packets`). Chrome JSON is never compressed.
+    #[arg(long)]
+    pub no_compress: bool,
+
     /// No summary or progress on stderr (errors are still printed).
     #[arg(short, long)]
     pub quiet: bool,
@@ -80,7 +86,11 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         ExportFormat::Perfetto => {
             let gaps = idle::idle_gaps(&trace);
             let findings = finding_spans(&trace);
-            let c = perfetto::write(&trace, &gaps, &findings, &perfetto::Options::default(), out);
+            let opts = perfetto::Options {
+                compression: (!args.no_compress).then_some(perfetto::DEFAULT_COMPRESSION),
+                ..Default::default()
+            };
+            let c = perfetto::write(&trace, &gaps, &findings, &opts, out);
             let c = c.with_context(|| format!("{}: write failed", tmp.display()));
             let c = c.inspect_err(|_| {
                 if !in_place {
@@ -89,11 +99,14 @@ pub fn run(args: &ExportArgs) -> Result<()> {
             })?;
             // Slice and counter tracks counted apart, and the total with the
             // process, thread-group and GPU-group tracks that hold them.
-            let summary = format!(
+            let mut summary = format!(
                 "{} slices on {} slice tracks, {} counter samples on {} counter tracks \
                  ({} tracks in all), {} flows, {} bytes",
                 c.slices, c.slice_tracks, c.counter_samples, c.counter_tracks, c.tracks, c.flows, c.bytes
             );
+            if c.compressed_chunks > 0 {
+                summary += &format!(" ({} before compression)", c.packet_bytes);
+            }
             (summary, serde_json::to_string_pretty(&c)?)
         }
         ExportFormat::Chrome => {

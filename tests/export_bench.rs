@@ -5,6 +5,9 @@
 //! cargo test --release -p gapscope --test export_bench -- --ignored --nocapture
 //! ```
 //!
+//! It times the default (compressed) output and plain packets;
+//! `GAPSCOPE_BENCH_LEVELS=1,4,9` adds those zlib levels.
+//!
 //! Results are written down in bench/README.md, section "Perfetto export".
 
 // The exporter lives in the binary crate; mount its module here to call it
@@ -80,38 +83,92 @@ fn encode_one_million_slices() {
     let gaps = export::idle::idle_gaps(&trace);
     let attribute = t1.elapsed();
 
-    let path = std::env::temp_dir().join(format!("gapscope-bench-{}.pftrace", std::process::id()));
-    let mut times = Vec::new();
-    let mut counts = None;
-    for _ in 0..3 {
-        let file = std::fs::File::create(&path).unwrap();
-        let out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let t2 = Instant::now();
-        let c = perfetto::write(&trace, &gaps, &[], &perfetto::Options::default(), out).unwrap();
-        times.push(t2.elapsed().as_secs_f64());
-        counts = Some(c);
-    }
-    let c = counts.unwrap();
-    let mut sink = Vec::with_capacity(c.bytes as usize);
-    let t3 = Instant::now();
-    let c_mem = perfetto::write(&trace, &gaps, &[], &perfetto::Options::default(), &mut sink).unwrap();
-    let in_memory = t3.elapsed().as_secs_f64();
-    let _ = std::fs::remove_file(&path);
-    times.sort_by(f64::total_cmp);
     println!(
         "trace build {:.3} s, idle attribution {:.3} s ({} gaps)",
         build.as_secs_f64(),
         attribute.as_secs_f64(),
         gaps.len()
     );
-    println!(
-        "encode to file: median {:.3} s (runs {:?}); to memory {:.3} s",
-        times[1], times, in_memory
-    );
-    println!("{c:?}");
-    assert_eq!(c, c_mem);
-    // 5 slices per iteration, plus the idle gaps.
-    assert_eq!(c.slices, 625_000 + gaps.len() as u64);
-    assert!(c.slices >= 1_000_000, "{c:?}");
-    assert_eq!(c.flows, 125_000);
+    // The default (compressed at the default level) first: that is the
+    // number the goal is about. Then plain packets and other zlib levels,
+    // for what compression costs in time and saves in size.
+    let default = perfetto::Options::default();
+    let mut variants = vec![
+        ("default", default.clone()),
+        (
+            "plain",
+            perfetto::Options {
+                compression: None,
+                ..default.clone()
+            },
+        ),
+    ];
+    let levels = std::env::var("GAPSCOPE_BENCH_LEVELS").unwrap_or_default();
+    for level in levels.split(',').filter(|l| !l.is_empty()) {
+        let level: u32 = level
+            .trim()
+            .parse()
+            .expect("GAPSCOPE_BENCH_LEVELS: comma-separated zlib levels");
+        variants.push((
+            "level",
+            perfetto::Options {
+                compression: Some(level),
+                ..default.clone()
+            },
+        ));
+    }
+    let path = std::env::temp_dir().join(format!("gapscope-bench-{}.pftrace", std::process::id()));
+    let mut first = None;
+    for (what, opts) in &variants {
+        let (mut times, mut cpu) = (Vec::new(), Vec::new());
+        let mut counts = None;
+        for _ in 0..3 {
+            let file = std::fs::File::create(&path).unwrap();
+            let out = std::io::BufWriter::with_capacity(1 << 20, file);
+            let (t2, cpu0) = (Instant::now(), thread_cpu_s());
+            let c = perfetto::write(&trace, &gaps, &[], opts, out).unwrap();
+            times.push(t2.elapsed().as_secs_f64());
+            cpu.push(thread_cpu_s() - cpu0);
+            counts = Some(c);
+        }
+        let c = counts.unwrap();
+        let mut sink = Vec::with_capacity(c.bytes as usize);
+        let t3 = Instant::now();
+        let c_mem = perfetto::write(&trace, &gaps, &[], opts, &mut sink).unwrap();
+        let in_memory = t3.elapsed().as_secs_f64();
+        times.sort_by(f64::total_cmp);
+        cpu.sort_by(f64::total_cmp);
+        println!(
+            "{what} (zlib level {:?}): encode to file: median {:.3} s wall, {:.3} s CPU (wall runs {:?}); \
+             to memory {:.3} s; {} bytes, {} before compression, {} chunks",
+            opts.compression,
+            times[1],
+            cpu[1],
+            times,
+            in_memory,
+            c.bytes,
+            c.packet_bytes,
+            c.compressed_chunks
+        );
+        assert_eq!(c, c_mem);
+        assert_eq!(c.bytes, sink.len() as u64);
+        // 5 slices per iteration, plus the idle gaps.
+        assert_eq!(c.slices, 625_000 + gaps.len() as u64);
+        assert!(c.slices >= 1_000_000, "{c:?}");
+        assert_eq!(c.flows, 125_000);
+        // Every variant writes the same packets.
+        let first = first.get_or_insert_with(|| c.clone());
+        assert_eq!((c.packets, c.packet_bytes), (first.packets, first.packet_bytes));
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// CPU time of this thread so far, s (Linux: `/proc/thread-self/schedstat`,
+/// ns on CPU). The encoder is single-threaded, so on a loaded machine this
+/// is close to what the wall time would be on a quiet one; NaN elsewhere.
+fn thread_cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(f64::NAN, |ns| ns as f64 / 1e9)
 }

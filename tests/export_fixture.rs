@@ -39,13 +39,14 @@ const FIXTURE: &str = r#"{"schemaVersion": 1,
 
 const MEMCPY: &str = "Memcpy HtoD (Pageable -> Device)";
 
-/// Exports the fixture and runs `queries` on the result.
-fn export_and_query(dir: &TempDir, queries: &[&str]) -> (Value, Vec<Vec<Value>>) {
+/// Exports the fixture (compressed, or plain with `--no-compress`) and runs
+/// `queries` on the result.
+fn export_and_query_with(dir: &TempDir, plain: bool, queries: &[&str]) -> (Value, Vec<Vec<Value>>) {
     let src = dir.file("fixture.json", FIXTURE.as_bytes());
     let out = dir.path().join("fixture.pftrace");
     let stats = dir.path().join("stats.json");
     let (s, o, st) = (src.as_os_str(), out.as_os_str(), stats.as_os_str());
-    gapscope([
+    let mut args: Vec<&std::ffi::OsStr> = vec![
         "export".as_ref(),
         s,
         "-q".as_ref(),
@@ -53,10 +54,17 @@ fn export_and_query(dir: &TempDir, queries: &[&str]) -> (Value, Vec<Vec<Value>>)
         o,
         "--stats-json".as_ref(),
         st,
-    ])
-    .expect_code(0);
+    ];
+    if plain {
+        args.push("--no-compress".as_ref());
+    }
+    gapscope(args).expect_code(0);
     let wrote = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
     (wrote, perfetto_query(&out, queries))
+}
+
+fn export_and_query(dir: &TempDir, queries: &[&str]) -> (Value, Vec<Vec<Value>>) {
+    export_and_query_with(dir, false, queries)
 }
 
 /// (track, name, ts, dur, depth) of every slice but the findings' (the
@@ -72,11 +80,19 @@ fn row(track: &str, name: &str, ts_us: i64, dur_us: i64, depth: i64) -> Value {
     json!({"track": track, "name": name, "ts": ts_us * 1000, "dur": dur_us * 1000, "depth": depth})
 }
 
+/// The same rows from the compressed (default) and the plain file.
 #[test]
 fn fixture_slices_row_by_row() {
-    let dir = TempDir::new("export-fixture-rows");
-    let (wrote, r) = export_and_query(
+    for plain in [false, true] {
+        fixture_rows(plain);
+    }
+}
+
+fn fixture_rows(plain: bool) {
+    let dir = TempDir::new(&format!("export-fixture-rows-{plain}"));
+    let (wrote, r) = export_and_query_with(
         &dir,
+        plain,
         &[
             ROWS,
             "select count(*) as n from stats where value > 0 and severity in ('error', 'data_loss')",
@@ -106,7 +122,8 @@ fn fixture_slices_row_by_row() {
         // k_b overlaps k_a without nesting: its own lane.
         row("stream 7 (2)", "k_b", 1040, 20, 0),
     ];
-    assert_eq!(r[0], want, "rows:\n{:#?}", r[0]);
+    assert_eq!(r[0], want, "plain {plain}, rows:\n{:#?}", r[0]);
+    assert_eq!(wrote["compressed_chunks"], json!(if plain { 0 } else { 1 }));
     // The exporter's own count also holds the findings' slices.
     let findings = r[2][0]["n"].as_u64().unwrap();
     assert!(findings > 0, "the fixture's idle gaps give findings");

@@ -1,6 +1,8 @@
 //! `gapscope export` on every shared trace, checked by the real Perfetto
 //! trace processor: what it loads must be exactly what the exporter says it
-//! wrote (`--stats-json`). Counts are the only signal for flows dropped by a
+//! wrote (`--stats-json`). The default output is compressed chunks of
+//! packets; each chunk must inflate to exactly the packets of the plain
+//! (`--no-compress`) file. Counts are the only signal for flows dropped by a
 //! packed field, for dropped packets and for a truncated file; the full
 //! `stats` table is the only signal for interning mistakes (notes/perfetto.md
 //! §4.3).
@@ -87,6 +89,8 @@ fn check_trace(trace: &Path, dir: &TempDir, k: usize) {
         trace.display()
     );
     assert!(w("slices") > 0, "{}: nothing exported", trace.display());
+    assert!(w("compressed_chunks") >= 1, "{}: not compressed", trace.display());
+    assert!(w("bytes") < w("packet_bytes"), "{}: {wrote}", trace.display());
 
     let r = perfetto_query(&out, QUERIES);
     let t = trace.display();
@@ -101,6 +105,80 @@ fn check_trace(trace: &Path, dir: &TempDir, k: usize) {
     assert!(r[8].is_empty(), "{t}: stats {:?}", r[8]);
     assert_eq!(n(&r[9]), 0, "{t}: flows not launch -> GPU work");
     assert_eq!(n(&r[10]), 0, "{t}: children outside their parents");
+}
+
+/// The packets of a `.pftrace`, framed as in a plain file, with each
+/// `compressed_packets` chunk (TracePacket field 50, zlib) inflated in its
+/// place. Panics on a chunk of 512 KiB or more (Perfetto's limit) or a
+/// chunk packet with other fields.
+fn inflated_packets(mut file: &[u8]) -> (Vec<u8>, usize) {
+    use std::io::Read;
+    fn varint(b: &mut &[u8]) -> usize {
+        let (mut v, mut shift) = (0usize, 0);
+        loop {
+            let byte = b[0];
+            *b = &b[1..];
+            v |= ((byte & 0x7F) as usize) << shift;
+            if byte < 0x80 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+    let (mut out, mut chunks) = (Vec::new(), 0);
+    while !file.is_empty() {
+        let whole = file;
+        assert_eq!(file[0], 0x0A, "a Trace.packet field");
+        file = &file[1..];
+        let len = varint(&mut file);
+        let framed = &whole[..whole.len() - file.len() + len];
+        let mut body = &file[..len];
+        file = &file[len..];
+        if body.starts_with(&[0x92, 0x03]) {
+            body = &body[2..];
+            let n = varint(&mut body);
+            assert_eq!(n, body.len(), "the chunk is the packet's only field");
+            assert!(framed.len() < 512 << 10, "chunk of {} bytes", framed.len());
+            flate2::read::ZlibDecoder::new(body)
+                .read_to_end(&mut out)
+                .expect("chunk inflates");
+            chunks += 1;
+        } else {
+            out.extend_from_slice(framed);
+        }
+    }
+    (out, chunks)
+}
+
+/// Compressed and plain exports of every shared trace carry the same
+/// packets, byte for byte: the trace processor checks above, made on the
+/// compressed files, hold for the plain ones too.
+#[test]
+fn compressed_export_inflates_to_the_plain_one() {
+    let dir = TempDir::new("export-compressed-vs-plain");
+    for (k, trace) in shared_traces().iter().enumerate() {
+        let out = |name: &str, plain: bool| {
+            let p = dir.path().join(format!("{k}.{name}"));
+            let mut a: Vec<&std::ffi::OsStr> = vec!["export".as_ref(), trace.as_os_str(), "-q".as_ref()];
+            if plain {
+                a.push("--no-compress".as_ref());
+            }
+            a.extend(["-o".as_ref(), p.as_os_str()]);
+            gapscope(a).expect_code(0);
+            std::fs::read(&p).unwrap()
+        };
+        let (z, plain) = (out("z.pftrace", false), out("plain.pftrace", true));
+        let (inflated, chunks) = inflated_packets(&z);
+        assert!(chunks >= 1, "{}: no chunk", trace.display());
+        assert!(
+            inflated == plain,
+            "{}: inflated {} bytes, plain {}",
+            trace.display(),
+            inflated.len(),
+            plain.len()
+        );
+        assert!(z.len() < plain.len(), "{}", trace.display());
+    }
 }
 
 #[test]

@@ -50,7 +50,7 @@ pub struct TracePacket {
     #[prost(message, optional, tag = "59")]
     pub trace_packet_defaults: Option<TracePacketDefaults>,
     /// What the packet carries.
-    #[prost(oneof = "PacketData", tags = "6, 11, 60")]
+    #[prost(oneof = "PacketData", tags = "6, 11, 50, 60")]
     pub data: Option<PacketData>,
 }
 
@@ -101,6 +101,12 @@ pub enum PacketData {
     /// Declares a track (process, thread, named or counter track).
     #[prost(message, tag = "60")]
     TrackDescriptor(TrackDescriptor),
+    /// A zlib stream whose content is a serialized `Trace` (packets framed
+    /// as field 1, exactly as in the file); the trace processor inflates it
+    /// and reads the packets in its place. Written by hand (writer.rs);
+    /// here so tests can decode it.
+    #[prost(bytes, tag = "50")]
+    CompressedPackets(Vec<u8>),
 }
 
 /// `TrackEvent.type`.

@@ -5,8 +5,16 @@
 //! The file is `Trace { repeated TracePacket packet = 1; }`, so each packet is
 //! written as field 1 (tag byte `0x0A`, varint length, bytes) and no `Trace`
 //! is ever held in memory (notes §2).
+//!
+//! By default the packets are written in compressed chunks: each chunk is a
+//! packet whose only field is `compressed_packets` (50), a zlib stream of
+//! a run of packets framed exactly as in a plain file. The trace processor
+//! (and so ui.perfetto.dev) inflates each chunk and reads its packets in
+//! place, in order, so sequence state, interning and the incremental clock
+//! carry across chunks as they do across plain packets.
 
 use super::proto::*;
+use flate2::{Compress, Compression, FlushCompress, Status};
 use gapscope_collectors::trace::{StrId, Strings};
 use prost::Message;
 use serde::Serialize;
@@ -22,16 +30,33 @@ const SEQUENCE_ID: u32 = 1;
 /// Flush the packet buffer to the output once it holds this much.
 const FLUSH_AT: usize = 1 << 20;
 
+/// Compressed output: a chunk is cut once its packets reach this many
+/// bytes...
+const CHUNK_AT: usize = 448 << 10;
+/// ...and never holds more than this. Perfetto asks that each
+/// `compressed_packets` packet, framing included, stay under 512 KiB
+/// (trace_packet.proto). zlib's worst case (incompressible input, stored
+/// blocks) adds 5 bytes per 64 KiB block plus 6 of header and checksum, so
+/// 480 KiB of input always fits with room to spare. A single packet larger
+/// than this (a huge interned name) is written uncompressed.
+const CHUNK_MAX: usize = 480 << 10;
+
 // The hand encoders write the sequence id as one varint byte.
 const _: () = assert!(SEQUENCE_ID > 0 && SEQUENCE_ID < 128);
 
 /// What the writer emitted; the trace processor must report the same.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
-    /// Packets written.
+    /// Packets written (inside the compressed chunks, when compressed; the
+    /// chunks themselves are not counted here).
     pub packets: u64,
-    /// Bytes written.
+    /// Bytes written to the output: the file's size.
     pub bytes: u64,
+    /// Bytes of the packets before compression (equal to `bytes` when
+    /// uncompressed).
+    pub packet_bytes: u64,
+    /// `compressed_packets` chunks written (0 when uncompressed).
+    pub compressed_chunks: u64,
     /// Track descriptors written.
     pub tracks: u64,
     /// Of those, tracks that got at least one slice.
@@ -121,6 +146,12 @@ impl FxHasher {
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
+/// A zlib compressor reused for every chunk, and its output buffer.
+struct Deflate {
+    z: Compress,
+    out: Vec<u8>,
+}
+
 /// Streams packets of one sequence to `out`.
 ///
 /// The first packet clears the sequence's incremental state and declares
@@ -131,6 +162,10 @@ type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 pub struct PacketWriter<'t, W: Write> {
     out: W,
     buf: Vec<u8>,
+    /// `Some` to write compressed chunks.
+    deflate: Option<Deflate>,
+    /// Flush `buf` once it holds this much.
+    flush_at: usize,
     strings: &'t Strings,
     /// Time of the previous event (or the clock snapshot), ns.
     last_ts: u64,
@@ -164,12 +199,19 @@ pub struct PacketWriter<'t, W: Write> {
 impl<'t, W: Write> PacketWriter<'t, W> {
     /// A writer whose `Name::Id`s resolve in `strings`. Events must come in
     /// time order from `t0` (ns, BOOTTIME) on, and every event time must be
-    /// `t0` plus a multiple of `unit` (1 or 1000 ns).
-    pub fn new(out: W, strings: &'t Strings, t0: u64, unit: u64) -> Self {
+    /// `t0` plus a multiple of `unit` (1 or 1000 ns). With `compression`,
+    /// packets go out in zlib-compressed chunks at that level.
+    pub fn new(out: W, strings: &'t Strings, t0: u64, unit: u64, compression: Option<Compression>) -> Self {
         assert!(unit == 1 || unit == 1000, "unit {unit}");
+        let flush_at = if compression.is_some() { CHUNK_AT } else { FLUSH_AT };
         let mut w = PacketWriter {
             out,
-            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            buf: Vec::with_capacity(flush_at + 4096),
+            deflate: compression.map(|level| Deflate {
+                z: Compress::new(level, true),
+                out: Vec::with_capacity(CHUNK_MAX / 2),
+            }),
+            flush_at,
             strings,
             last_ts: t0,
             unit,
@@ -225,8 +267,8 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             ..Default::default()
         };
         self.mark_first(&mut p);
-        self.emit(&p);
-        self.maybe_flush()
+        let before = self.emit(&p);
+        self.maybe_flush(before)
     }
 
     /// Opens a slice on `track` at `ts`. `flows` start here and `terminating`
@@ -312,7 +354,8 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     /// terminated: an open flow would be a dangling arrow.
     pub fn finish(mut self) -> io::Result<Counts> {
         debug_assert_eq!(self.flows_started, self.counts.flows, "unterminated flows");
-        self.flush_buf()?;
+        // Below the flush threshold, so at most one chunk.
+        self.flush_buf(self.buf.len())?;
         self.out.flush()?;
         Ok(self.counts)
     }
@@ -341,32 +384,60 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         }
     }
 
-    fn emit(&mut self, p: &TracePacket) {
+    /// Appends `p` and returns where it starts in the buffer.
+    fn emit(&mut self, p: &TracePacket) -> usize {
         let before = self.buf.len();
         prost::encoding::message::encode(1, p, &mut self.buf);
         self.counts.packets += 1;
-        self.counts.bytes += (self.buf.len() - before) as u64;
+        self.counts.packet_bytes += (self.buf.len() - before) as u64;
+        before
     }
 
     /// Counts the packet that starts at `before` in the buffer.
     #[inline]
     fn emitted(&mut self, before: usize) -> io::Result<()> {
         self.counts.packets += 1;
-        self.counts.bytes += (self.buf.len() - before) as u64;
-        self.maybe_flush()
+        self.counts.packet_bytes += (self.buf.len() - before) as u64;
+        self.maybe_flush(before)
     }
 
+    /// `last`: where the packet just added starts in the buffer.
     #[inline]
-    fn maybe_flush(&mut self) -> io::Result<()> {
-        if self.buf.len() >= FLUSH_AT {
-            self.flush_buf()?;
+    fn maybe_flush(&mut self, last: usize) -> io::Result<()> {
+        if self.buf.len() >= self.flush_at {
+            self.flush_buf(last)?;
         }
         Ok(())
     }
 
-    fn flush_buf(&mut self) -> io::Result<()> {
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
+    /// Writes the buffered packets out; `last` is where the newest one
+    /// starts. Compressed, the packets before it are below [`CHUNK_AT`]
+    /// (else they would have been flushed), so they make one chunk; the
+    /// newest joins them when that stays within [`CHUNK_MAX`].
+    fn flush_buf(&mut self, last: usize) -> io::Result<()> {
+        let Some(d) = &mut self.deflate else {
+            self.out.write_all(&self.buf)?;
+            self.counts.bytes += self.buf.len() as u64;
+            self.buf.clear();
+            return Ok(());
+        };
+        let c = &mut self.counts;
+        if self.buf.len() <= CHUNK_MAX {
+            write_chunk(&mut self.out, d, &self.buf, c)?;
+            self.buf.clear();
+            return Ok(());
+        }
+        if last > 0 {
+            write_chunk(&mut self.out, d, &self.buf[..last], c)?;
+        }
+        if self.buf.len() - last <= CHUNK_MAX {
+            // Starts the next chunk.
+            self.buf.drain(..last);
+        } else {
+            self.out.write_all(&self.buf[last..])?;
+            c.bytes += (self.buf.len() - last) as u64;
+            self.buf.clear();
+        }
         Ok(())
     }
 
@@ -450,6 +521,41 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             name,
         )
     }
+}
+
+/// Writes `packets` (whole framed packets) as one `compressed_packets`
+/// packet: a zlib stream (what the trace processor's inflate expects; it
+/// also accepts gzip, Perfetto's own service writes zlib).
+fn write_chunk<W: Write>(out: &mut W, d: &mut Deflate, packets: &[u8], c: &mut Counts) -> io::Result<()> {
+    d.z.reset();
+    d.out.clear();
+    d.out.reserve(packets.len() / 2 + 64);
+    let mut read = 0;
+    loop {
+        let before = d.z.total_in();
+        let status =
+            d.z.compress_vec(&packets[read..], &mut d.out, FlushCompress::Finish)
+                .map_err(io::Error::other)?;
+        read += (d.z.total_in() - before) as usize;
+        if status == Status::StreamEnd {
+            break;
+        }
+        // Out of room: grow and go on.
+        d.out.reserve(d.out.capacity().max(4096));
+    }
+    // Trace.packet (1) { compressed_packets (50, length-delimited) }
+    let n = d.out.len();
+    let packet_len = 2 + varint_len(n as u64) + n;
+    let mut head = Vec::with_capacity(24);
+    head.push(1 << 3 | 2);
+    put_varint(&mut head, packet_len as u64);
+    head.extend_from_slice(&[0x92, 0x03]); // 50 << 3 | 2
+    put_varint(&mut head, n as u64);
+    out.write_all(&head)?;
+    out.write_all(&d.out)?;
+    c.bytes += (head.len() + n) as u64;
+    c.compressed_chunks += 1;
+    Ok(())
 }
 
 impl InternedData {
@@ -820,6 +926,109 @@ mod tests {
             };
             assert_eq!(buf.len(), prost_len(&want));
             assert_eq!(decode_one(&buf), want);
+        }
+    }
+
+    /// The packets of a file, each with its framing; a compressed chunk is
+    /// replaced by the packets it holds. Checks every chunk against
+    /// Perfetto's 512 KiB limit and returns the number of chunks.
+    fn inflate_file(mut file: &[u8], plain: &mut Vec<u8>) -> usize {
+        use std::io::Read;
+        let mut chunks = 0;
+        while !file.is_empty() {
+            let whole = file;
+            assert_eq!(file[0], 0x0A);
+            file = &file[1..];
+            let len = prost::encoding::decode_varint(&mut file).unwrap() as usize;
+            let framed = &whole[..whole.len() - file.len() + len];
+            let p = TracePacket::decode(&file[..len]).unwrap();
+            if let Some(PacketData::CompressedPackets(z)) = &p.data {
+                assert!(framed.len() < 512 << 10, "chunk of {} bytes", framed.len());
+                assert_eq!(
+                    p,
+                    TracePacket {
+                        data: p.data.clone(),
+                        ..Default::default()
+                    },
+                    "nothing beside the chunk"
+                );
+                flate2::read::ZlibDecoder::new(&z[..]).read_to_end(plain).unwrap();
+                chunks += 1;
+            } else {
+                plain.extend_from_slice(framed);
+            }
+            file = &file[len..];
+        }
+        chunks
+    }
+
+    /// Writes the same packets plain and compressed: `events` slices of
+    /// incompressible-looking names (so the chunks are near their limit),
+    /// one of them `huge_name` bytes long.
+    fn write_both(events: usize, huge_name: usize) -> (Vec<u8>, Counts, Vec<u8>, Counts) {
+        let mut strings = Strings::default();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let ids: Vec<StrId> = (0..events)
+            .map(|k| {
+                let n = if k == events / 2 { huge_name } else { 40 };
+                let name: String = (0..n)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        char::from(b'!' + (x % 90) as u8)
+                    })
+                    .collect();
+                strings.intern(&name)
+            })
+            .collect();
+        let run = |level: Option<Compression>| {
+            let mut out = Vec::new();
+            let mut w = PacketWriter::new(&mut out, &strings, 1_000, 1, level);
+            w.descriptor(TrackDescriptor {
+                uuid: Some(7),
+                ..Default::default()
+            })
+            .unwrap();
+            for (k, &id) in ids.iter().enumerate() {
+                let t = 1_000 + 10 * k as u64;
+                w.begin(t, 7, Name::Id(id), "kernel", &[], &[], &[]).unwrap();
+                w.end(t + 5, 7).unwrap();
+            }
+            let c = w.finish().unwrap();
+            (out, c)
+        };
+        let (plain, pc) = run(None);
+        let (z, zc) = run(Some(Compression::new(6)));
+        (plain, pc, z, zc)
+    }
+
+    /// Compressed output holds exactly the plain packets, in order, in
+    /// chunks under 512 KiB; a packet too big for a chunk goes out plain
+    /// between two chunks.
+    #[test]
+    fn compressed_chunks_hold_exactly_the_plain_packets() {
+        for (events, huge) in [(3, 10), (40_000, 10), (40_000, 700 << 10)] {
+            let (plain, pc, z, zc) = write_both(events, huge);
+            assert_eq!(pc.bytes, plain.len() as u64);
+            assert_eq!(pc.packet_bytes, pc.bytes);
+            assert_eq!(pc.compressed_chunks, 0);
+            assert_eq!(zc.bytes, z.len() as u64);
+            assert_eq!(zc.packet_bytes, pc.packet_bytes);
+            assert_eq!((zc.packets, zc.slices), (pc.packets, pc.slices));
+            let mut inflated = Vec::new();
+            let chunks = inflate_file(&z, &mut inflated);
+            assert_eq!(chunks as u64, zc.compressed_chunks);
+            assert!(
+                inflated == plain,
+                "{events} events: inflated packets differ from the plain file"
+            );
+            let want_chunks = (pc.packet_bytes as usize).div_ceil(CHUNK_AT);
+            assert!(chunks >= want_chunks.min(2), "{events} events: {chunks} chunks");
+            if huge > CHUNK_MAX {
+                // The huge packet sits uncompressed between chunks.
+                assert!(z.len() > huge, "{} bytes", z.len());
+            }
         }
     }
 
