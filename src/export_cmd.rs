@@ -1,6 +1,7 @@
 //! `gapscope export`: write a trace as a timeline to open in
 //! ui.perfetto.dev (native Perfetto protobuf) or in any Chrome-trace viewer
-//! (Kineto-compatible JSON).
+//! (Kineto-compatible JSON), or its tables as Parquet files (feature
+//! `parquet`).
 
 use crate::export::{chrome, idle, perfetto};
 use anyhow::{Context, Result};
@@ -20,7 +21,11 @@ EXAMPLES:
     then open run.pftrace in https://ui.perfetto.dev
 
     Kineto-compatible Chrome JSON (re-imports into gapscope, HTA, TensorBoard):
-        gapscope export run.pt.trace.json.gz --format chrome -o run.json";
+        gapscope export run.pt.trace.json.gz --format chrome -o run.json
+
+    The trace's tables as Parquet files in a directory, for pandas, polars
+    or duckdb (feature `parquet`; columns in docs/parquet.md):
+        gapscope export run.pt.trace.json.gz --format parquet -o run_tables/";
 
 /// `gapscope export`.
 #[derive(Debug, Args)]
@@ -29,7 +34,8 @@ pub struct ExportArgs {
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
 
-    /// Where to write the timeline.
+    /// Where to write the timeline (for `--format parquet`, a directory:
+    /// created if missing, one `<table>.parquet` per table).
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
 
@@ -45,7 +51,8 @@ pub struct ExportArgs {
 
     /// Write plain Perfetto packets instead of zlib-compressed chunks of
     /// them (3-6x larger; for tools that cannot inflate
-    /// `compressed_packets`). Chrome JSON is never compressed.
+    /// `compressed_packets`); Parquet column chunks uncompressed instead of
+    /// Snappy. Chrome JSON is never compressed.
     #[arg(long)]
     pub no_compress: bool,
 
@@ -61,6 +68,9 @@ pub enum ExportFormat {
     Perfetto,
     /// Kineto-compatible Chrome trace JSON.
     Chrome,
+    /// The Trace tables, one Parquet file each, into the `-o` directory
+    /// (docs/parquet.md; needs the `parquet` feature).
+    Parquet,
 }
 
 /// Runs `gapscope export`.
@@ -68,6 +78,9 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     let import = ImportOptions {
         progress: !args.quiet && io::stderr().is_terminal(),
     };
+    if args.format == ExportFormat::Parquet {
+        return run_parquet(args, &import);
+    }
     let trace = kineto::import_file(&args.trace, &import).map_err(|e| anyhow::anyhow!("{e}"))?;
     // Write beside the target and rename at the end: a truncated trace
     // loads its prefix without any error (perfetto.md pitfall 15), so a
@@ -119,6 +132,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
             let summary = format!("{} events, {} flows", c.events, c.flows);
             (summary, serde_json::to_string_pretty(&c)?)
         }
+        ExportFormat::Parquet => unreachable!("written by run_parquet"),
     };
     if !in_place {
         std::fs::rename(&tmp, &args.output)
@@ -135,6 +149,66 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--format parquet`: the output is a directory, checked (and created when
+/// missing) before the trace is read, so a bad `-o` fails fast.
+#[cfg(feature = "parquet")]
+fn run_parquet(args: &ExportArgs, import: &ImportOptions) -> Result<()> {
+    use crate::export::parquet;
+    let dir = &args.output;
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!(
+            "{}: not a directory; --format parquet writes one file per table into a directory",
+            dir.display()
+        );
+    }
+    if !dir.exists() {
+        std::fs::create_dir(dir).with_context(|| {
+            format!(
+                "{}: cannot create the output directory (its parent must exist)",
+                dir.display()
+            )
+        })?;
+    }
+    let trace = kineto::import_file(&args.trace, import).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let opts = parquet::Options {
+        compress: !args.no_compress,
+        ..Default::default()
+    };
+    let s = parquet::write_dir(&trace, dir, &opts).with_context(|| {
+        format!(
+            "{}: cannot write the Parquet tables (-o must name a writable directory)",
+            dir.display()
+        )
+    })?;
+    if let Some(p) = &args.stats_json {
+        let tables: serde_json::Map<String, serde_json::Value> =
+            s.tables.iter().map(|(f, n)| (f.clone(), (*n).into())).collect();
+        let stats = serde_json::json!({ "tables": tables, "bytes": s.bytes });
+        std::fs::write(p, serde_json::to_string_pretty(&stats)? + "\n")
+            .with_context(|| format!("{}: cannot write", p.display()))?;
+    }
+    if !args.quiet {
+        let rows: Vec<String> = s.tables.iter().map(|(f, n)| format!("{f} {n} rows")).collect();
+        let _ = writeln!(
+            io::stderr().lock(),
+            "gapscope: wrote {}: {}, {} bytes",
+            dir.display(),
+            rows.join(", "),
+            s.bytes
+        );
+    }
+    Ok(())
+}
+
+/// Without the `parquet` feature: one clear line, before any work.
+#[cfg(not(feature = "parquet"))]
+fn run_parquet(_: &ExportArgs, _: &ImportOptions) -> Result<()> {
+    anyhow::bail!(
+        "--format parquet: this gapscope was built without the `parquet` feature; \
+         rebuild with `cargo install --path . --features parquet` (see docs/parquet.md)"
+    )
 }
 
 /// The analysis's findings, one slice per piece of evidence, on a

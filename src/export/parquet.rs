@@ -1,0 +1,511 @@
+//! `gapscope export --format parquet`: the [`Trace`] tables as Parquet
+//! files, one per table, for pandas / polars / duckdb (docs/parquet.md).
+//!
+//! Written with the parquet crate's low-level column writers (no arrow):
+//! every table is a list of columns, each a name, a Parquet type and a
+//! function from row index to value, so the column list is the one place
+//! that says what a file holds. Names are resolved to strings, enums to
+//! their snake_case names, row links to the `id` of the row they point to
+//! (null for none); times stay in ns since the trace origin, which every
+//! file carries in its key-value metadata (`gapscope.origin_ns`).
+
+use gapscope_collectors::trace::{
+    ApiKind, CopyKind, CpuOpKind, GpuKind, MarkerKind, MemKind, StrId, Trace, NONE,
+};
+use parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};
+use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::Type;
+use serde::Serialize;
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Rows per row group: readers load a row group at a time, so a bound keeps
+/// their memory in check on traces with millions of rows.
+pub const ROW_GROUP_ROWS: usize = 1 << 20;
+
+/// What was written.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// `(file name, rows)` per table, in writing order.
+    pub tables: Vec<(String, u64)>,
+    /// Bytes of all files together.
+    pub bytes: u64,
+}
+
+/// Export settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Snappy-compress the column chunks (else uncompressed; dictionary and
+    /// run-length encoding apply either way).
+    pub compress: bool,
+    /// Rows per row group.
+    pub row_group_rows: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            compress: true,
+            row_group_rows: ROW_GROUP_ROWS,
+        }
+    }
+}
+
+/// A value column: its Parquet type and how to read row `i`.
+enum Values<'a> {
+    /// INT64, signed.
+    I64(Box<dyn Fn(usize) -> i64 + 'a>),
+    /// INT64 annotated unsigned (uint64 in arrow).
+    U64(Box<dyn Fn(usize) -> u64 + 'a>),
+    /// INT32 annotated unsigned 32-bit.
+    U32(Box<dyn Fn(usize) -> u32 + 'a>),
+    /// INT32 annotated unsigned 16-bit.
+    U16(Box<dyn Fn(usize) -> u16 + 'a>),
+    /// INT32 annotated unsigned 32-bit, nullable: a row link.
+    OptU32(Box<dyn Fn(usize) -> Option<u32> + 'a>),
+    /// DOUBLE.
+    F64(Box<dyn Fn(usize) -> f64 + 'a>),
+    /// BYTE_ARRAY annotated STRING, from the trace's string pool.
+    Str(Box<dyn Fn(usize) -> StrId + 'a>),
+    /// BYTE_ARRAY annotated STRING: an enum's name.
+    Enum(Box<dyn Fn(usize) -> &'static str + 'a>),
+}
+
+struct Column<'a> {
+    name: &'static str,
+    values: Values<'a>,
+}
+
+fn col<'a>(name: &'static str, values: Values<'a>) -> Column<'a> {
+    Column { name, values }
+}
+
+/// One file: its name, row count and columns.
+struct Table<'a> {
+    file: &'static str,
+    rows: usize,
+    columns: Vec<Column<'a>>,
+}
+
+/// `NONE` as null.
+fn link(v: u32) -> Option<u32> {
+    (v != NONE).then_some(v)
+}
+
+fn gpu_kind(k: GpuKind) -> &'static str {
+    match k {
+        GpuKind::Kernel => "kernel",
+        GpuKind::Memcpy => "memcpy",
+        GpuKind::Memset => "memset",
+        GpuKind::Sync => "sync",
+    }
+}
+
+fn copy_kind(k: CopyKind) -> &'static str {
+    match k {
+        CopyKind::None => "none",
+        CopyKind::HtoD => "htod",
+        CopyKind::DtoH => "dtoh",
+        CopyKind::DtoD => "dtod",
+        CopyKind::HtoH => "htoh",
+        CopyKind::PtoP => "ptop",
+    }
+}
+
+fn mem_kind(k: MemKind) -> &'static str {
+    match k {
+        MemKind::Unknown => "unknown",
+        MemKind::Pageable => "pageable",
+        MemKind::Pinned => "pinned",
+        MemKind::Device => "device",
+        MemKind::Managed => "managed",
+        MemKind::Array => "array",
+    }
+}
+
+fn cpu_op_kind(k: CpuOpKind) -> &'static str {
+    match k {
+        CpuOpKind::Operator => "operator",
+        CpuOpKind::UserAnnotation => "user_annotation",
+        CpuOpKind::PythonFunction => "python_function",
+        CpuOpKind::ProfilerStep => "profiler_step",
+        CpuOpKind::Other => "other",
+    }
+}
+
+fn api_kind(k: ApiKind) -> &'static str {
+    match k {
+        ApiKind::Runtime => "runtime",
+        ApiKind::Driver => "driver",
+    }
+}
+
+fn marker_kind(k: MarkerKind) -> &'static str {
+    match k {
+        MarkerKind::Instant => "instant",
+        MarkerKind::Counter => "counter",
+        MarkerKind::GpuAnnotation => "gpu_annotation",
+        MarkerKind::ProfilerOverhead => "profiler_overhead",
+    }
+}
+
+/// Component `k` of a launch dimension column.
+fn dim(d: &[[u32; 3]], k: usize) -> Values<'_> {
+    Values::U32(Box::new(move |i| d[i][k]))
+}
+
+/// The six tables of `t`. docs/parquet.md lists the same columns.
+fn tables(t: &Trace) -> Vec<Table<'_>> {
+    use Values::*;
+    let (g, r, c, m) = (&t.gpu, &t.runtime, &t.cpu_ops, &t.markers);
+    vec![
+        Table {
+            file: "threads",
+            rows: t.threads.len(),
+            columns: vec![
+                col("id", U32(Box::new(|i| i as u32))),
+                col("pid", I64(Box::new(|i| t.threads.pid[i]))),
+                col("tid", I64(Box::new(|i| t.threads.tid[i]))),
+                col("name", Str(Box::new(|i| t.threads.name[i]))),
+            ],
+        },
+        Table {
+            file: "devices",
+            rows: t.devices.len(),
+            columns: vec![
+                col("id", U32(Box::new(|i| t.devices.id[i]))),
+                col("name", Str(Box::new(|i| t.devices.name[i]))),
+                col("sm_count", U32(Box::new(|i| t.devices.sm_count[i]))),
+                col("memory_bytes", U64(Box::new(|i| t.devices.memory_bytes[i]))),
+                col(
+                    "compute_capability_major",
+                    U32(Box::new(|i| t.devices.compute_capability[i].0)),
+                ),
+                col(
+                    "compute_capability_minor",
+                    U32(Box::new(|i| t.devices.compute_capability[i].1)),
+                ),
+            ],
+        },
+        Table {
+            file: "gpu_activity",
+            rows: g.len(),
+            columns: vec![
+                col("id", U32(Box::new(|i| i as u32))),
+                col("device", U32(Box::new(|i| g.device[i]))),
+                col("stream", I64(Box::new(|i| g.stream[i]))),
+                col("start_ns", I64(Box::new(|i| g.start[i]))),
+                col("end_ns", I64(Box::new(|i| g.end[i]))),
+                col("kind", Enum(Box::new(|i| gpu_kind(g.kind[i])))),
+                col("name", Str(Box::new(|i| g.name[i]))),
+                col("correlation", U64(Box::new(|i| g.correlation[i]))),
+                col("external_id", U64(Box::new(|i| g.external_id[i]))),
+                col("bytes", U64(Box::new(|i| g.bytes[i]))),
+                col("copy_kind", Enum(Box::new(|i| copy_kind(g.copy_kind[i])))),
+                col("src_mem", Enum(Box::new(|i| mem_kind(g.src_mem[i])))),
+                col("dst_mem", Enum(Box::new(|i| mem_kind(g.dst_mem[i])))),
+                col("grid_x", dim(&g.grid, 0)),
+                col("grid_y", dim(&g.grid, 1)),
+                col("grid_z", dim(&g.grid, 2)),
+                col("block_x", dim(&g.block, 0)),
+                col("block_y", dim(&g.block, 1)),
+                col("block_z", dim(&g.block, 2)),
+                col("registers", U32(Box::new(|i| g.registers[i]))),
+                col("shared_mem", U32(Box::new(|i| g.shared_mem[i]))),
+                col("launch_id", OptU32(Box::new(|i| link(t.links.gpu_launch[i])))),
+            ],
+        },
+        Table {
+            file: "runtime_calls",
+            rows: r.len(),
+            columns: vec![
+                col("id", U32(Box::new(|i| i as u32))),
+                col("thread", U32(Box::new(|i| r.thread[i].0))),
+                col("start_ns", I64(Box::new(|i| r.start[i]))),
+                col("end_ns", I64(Box::new(|i| r.end[i]))),
+                col("name", Str(Box::new(|i| r.name[i]))),
+                col("api", Enum(Box::new(|i| api_kind(r.api[i])))),
+                col("correlation", U64(Box::new(|i| r.correlation[i]))),
+                col("external_id", U64(Box::new(|i| r.external_id[i]))),
+                col("op_id", OptU32(Box::new(|i| link(t.links.runtime_op[i])))),
+                col("gpu_count", U32(Box::new(|i| t.links.runtime_gpu_count[i]))),
+            ],
+        },
+        Table {
+            file: "cpu_ops",
+            rows: c.len(),
+            columns: vec![
+                col("id", U32(Box::new(|i| i as u32))),
+                col("thread", U32(Box::new(|i| c.thread[i].0))),
+                col("start_ns", I64(Box::new(|i| c.start[i]))),
+                col("end_ns", I64(Box::new(|i| c.end[i]))),
+                col("name", Str(Box::new(|i| c.name[i]))),
+                col("kind", Enum(Box::new(|i| cpu_op_kind(c.kind[i])))),
+                col("external_id", U64(Box::new(|i| c.external_id[i]))),
+                col("sequence", I64(Box::new(|i| c.sequence[i]))),
+                col("shapes", Str(Box::new(|i| c.shapes[i]))),
+                col("source", Str(Box::new(|i| c.source[i]))),
+                col("parent_id", OptU32(Box::new(|i| link(c.parent[i])))),
+                col("depth", U16(Box::new(|i| c.depth[i]))),
+            ],
+        },
+        Table {
+            file: "markers",
+            rows: m.len(),
+            columns: vec![
+                col("kind", Enum(Box::new(|i| marker_kind(m.kind[i])))),
+                col("thread", OptU32(Box::new(|i| link(m.thread[i].0)))),
+                col("device", OptU32(Box::new(|i| link(m.device[i])))),
+                col("stream", I64(Box::new(|i| m.stream[i]))),
+                col("start_ns", I64(Box::new(|i| m.start[i]))),
+                col("end_ns", I64(Box::new(|i| m.end[i]))),
+                col("name", Str(Box::new(|i| m.name[i]))),
+                col("value", F64(Box::new(|i| m.value[i]))),
+            ],
+        },
+    ]
+}
+
+/// The Parquet schema field of a column.
+fn field(c: &Column<'_>) -> parquet::errors::Result<Arc<Type>> {
+    use Values::*;
+    let (physical, logical, repetition) = match c.values {
+        I64(_) => (Physical::INT64, None, Repetition::REQUIRED),
+        U64(_) => (
+            Physical::INT64,
+            Some(LogicalType::integer(64, false)),
+            Repetition::REQUIRED,
+        ),
+        U32(_) => (
+            Physical::INT32,
+            Some(LogicalType::integer(32, false)),
+            Repetition::REQUIRED,
+        ),
+        U16(_) => (
+            Physical::INT32,
+            Some(LogicalType::integer(16, false)),
+            Repetition::REQUIRED,
+        ),
+        OptU32(_) => (
+            Physical::INT32,
+            Some(LogicalType::integer(32, false)),
+            Repetition::OPTIONAL,
+        ),
+        F64(_) => (Physical::DOUBLE, None, Repetition::REQUIRED),
+        Str(_) | Enum(_) => (
+            Physical::BYTE_ARRAY,
+            Some(LogicalType::String),
+            Repetition::REQUIRED,
+        ),
+    };
+    Ok(Arc::new(
+        Type::primitive_type_builder(c.name, physical)
+            .with_repetition(repetition)
+            .with_logical_type(logical)
+            .build()?,
+    ))
+}
+
+/// Writes the trace's tables into `dir` (which must exist) as
+/// `<table>.parquet`. Each file is written beside its final name and
+/// renamed when complete, so a failed export leaves no truncated table;
+/// files of an earlier export are replaced.
+pub fn write_dir(trace: &Trace, dir: &Path, opts: &Options) -> io::Result<Summary> {
+    // Every pool string converted once; ByteArray clones share the bytes.
+    let pool: Vec<ByteArray> = trace.strings.iter().map(|(_, s)| ByteArray::from(s)).collect();
+    let mut meta = vec![
+        KeyValue::new("gapscope.origin_ns".into(), trace.meta.origin_ns.to_string()),
+        KeyValue::new("gapscope.source".into(), trace.meta.source.clone()),
+        KeyValue::new("gapscope.format".into(), trace.meta.format.clone()),
+        KeyValue::new("gapscope.version".into(), env!("CARGO_PKG_VERSION").to_string()),
+    ];
+    if let Some(r) = trace.meta.rank {
+        meta.push(KeyValue::new("gapscope.rank".into(), r.to_string()));
+    }
+    if let Some(w) = trace.meta.world_size {
+        meta.push(KeyValue::new("gapscope.world_size".into(), w.to_string()));
+    }
+    let mut summary = Summary::default();
+    for table in tables(trace) {
+        let path = dir.join(format!("{}.parquet", table.file));
+        let tmp = dir.join(format!("{}.parquet.partial", table.file));
+        let mut kv = meta.clone();
+        kv.push(KeyValue::new("gapscope.table".into(), table.file.to_string()));
+        let written = write_table(&table, &pool, kv, opts, &tmp).and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
+        }
+        summary.bytes += std::fs::metadata(&path)?.len();
+        summary
+            .tables
+            .push((format!("{}.parquet", table.file), table.rows as u64));
+    }
+    Ok(summary)
+}
+
+fn write_table(
+    table: &Table<'_>,
+    pool: &[ByteArray],
+    kv: Vec<KeyValue>,
+    opts: &Options,
+    path: &PathBuf,
+) -> io::Result<()> {
+    let pq = |e: parquet::errors::ParquetError| match e {
+        parquet::errors::ParquetError::External(e) => match e.downcast::<io::Error>() {
+            Ok(io) => *io,
+            Err(e) => io::Error::other(e),
+        },
+        e => io::Error::other(e),
+    };
+    let fields = table
+        .columns
+        .iter()
+        .map(field)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(pq)?;
+    let schema = Arc::new(
+        Type::group_type_builder("schema")
+            .with_fields(fields)
+            .build()
+            .map_err(pq)?,
+    );
+    let props = WriterProperties::builder()
+        .set_compression(if opts.compress {
+            Compression::SNAPPY
+        } else {
+            Compression::UNCOMPRESSED
+        })
+        .set_key_value_metadata(Some(kv))
+        .set_max_row_group_row_count(Some(opts.row_group_rows.max(1)))
+        .build();
+    let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    let mut w = SerializedFileWriter::new(file, schema, Arc::new(props)).map_err(pq)?;
+    let step = opts.row_group_rows.max(1);
+    let mut start = 0;
+    // One row group per `step` rows; a table without rows still gets its
+    // schema (a file with no row groups).
+    while start < table.rows {
+        let rows = start..(start + step).min(table.rows);
+        let mut rg = w.next_row_group().map_err(pq)?;
+        for c in &table.columns {
+            let mut cw = rg
+                .next_column()
+                .map_err(pq)?
+                .ok_or_else(|| io::Error::other("column count"))?;
+            let r = rows.clone();
+            let written = match &c.values {
+                Values::I64(f) => {
+                    cw.typed::<Int64Type>()
+                        .write_batch(&r.map(f).collect::<Vec<_>>(), None, None)
+                }
+                // Unsigned 64-bit is stored as its two's-complement bits.
+                Values::U64(f) => cw.typed::<Int64Type>().write_batch(
+                    &r.map(|i| f(i) as i64).collect::<Vec<_>>(),
+                    None,
+                    None,
+                ),
+                Values::U32(f) => cw.typed::<Int32Type>().write_batch(
+                    &r.map(|i| f(i) as i32).collect::<Vec<_>>(),
+                    None,
+                    None,
+                ),
+                Values::U16(f) => cw.typed::<Int32Type>().write_batch(
+                    &r.map(|i| f(i) as i32).collect::<Vec<_>>(),
+                    None,
+                    None,
+                ),
+                Values::OptU32(f) => {
+                    let v: Vec<Option<u32>> = r.map(f).collect();
+                    let def: Vec<i16> = v.iter().map(|x| x.is_some() as i16).collect();
+                    let present: Vec<i32> = v.iter().flatten().map(|&x| x as i32).collect();
+                    cw.typed::<Int32Type>().write_batch(&present, Some(&def), None)
+                }
+                Values::F64(f) => {
+                    cw.typed::<DoubleType>()
+                        .write_batch(&r.map(f).collect::<Vec<_>>(), None, None)
+                }
+                Values::Str(f) => cw.typed::<ByteArrayType>().write_batch(
+                    &r.map(|i| pool[f(i).0 as usize].clone()).collect::<Vec<_>>(),
+                    None,
+                    None,
+                ),
+                Values::Enum(f) => cw.typed::<ByteArrayType>().write_batch(
+                    &r.map(|i| ByteArray::from(f(i))).collect::<Vec<_>>(),
+                    None,
+                    None,
+                ),
+            };
+            written.map_err(pq)?;
+            cw.close().map_err(pq)?;
+        }
+        rg.close().map_err(pq)?;
+        start = rows.end;
+    }
+    let file = w.into_inner().map_err(pq)?;
+    file.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gapscope_collectors::trace::{CpuOp, GpuActivity, RuntimeCall, TraceBuilder};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+
+    /// Row groups split at `row_group_rows`; every row lands once, in order;
+    /// an empty table is a valid file with no rows.
+    #[test]
+    fn row_groups_split_and_keep_every_row() {
+        let mut b = TraceBuilder::new();
+        let th = b.thread(1, 2);
+        let (k, call) = (b.intern("k"), b.intern("cudaLaunchKernel"));
+        for i in 0..10i64 {
+            b.push_cpu_op(CpuOp::new(th, i * 100, i * 100 + 50, k, CpuOpKind::Operator));
+            b.push_runtime(RuntimeCall::new(th, i * 100 + 1, i * 100 + 2, call, i as u64 + 1));
+            b.push_gpu(GpuActivity::kernel(
+                0,
+                7,
+                i * 100 + 5,
+                i * 100 + 9,
+                k,
+                i as u64 + 1,
+            ));
+        }
+        let t = b.finish();
+        let dir = std::env::temp_dir().join(format!("gapscope-pq-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let opts = Options {
+            compress: true,
+            row_group_rows: 4,
+        };
+        let s = write_dir(&t, &dir, &opts).unwrap();
+        let rows: Vec<u64> = s.tables.iter().map(|(_, n)| *n).collect();
+        assert_eq!(rows, vec![1, 0, 10, 10, 10, 0]);
+        let r = SerializedFileReader::new(File::open(dir.join("gpu_activity.parquet")).unwrap()).unwrap();
+        let groups: Vec<i64> = r.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
+        assert_eq!(groups, vec![4, 4, 2]);
+        let starts: Vec<i64> = r
+            .get_row_iter(None)
+            .unwrap()
+            .map(|row| {
+                let row = row.unwrap();
+                let (_, v) = row.get_column_iter().find(|(n, _)| *n == "start_ns").unwrap();
+                match v {
+                    Field::Long(x) => *x,
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect();
+        assert_eq!(starts, (0..10).map(|i| i * 100 + 5).collect::<Vec<_>>());
+        let empty = SerializedFileReader::new(File::open(dir.join("markers.parquet")).unwrap()).unwrap();
+        assert_eq!(empty.metadata().file_metadata().num_rows(), 0);
+        assert!(!dir.join("markers.parquet.partial").exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
