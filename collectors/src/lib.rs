@@ -3,6 +3,7 @@
 //! - [`trace`]: the columnar, nanosecond, interned data model ([`trace::Trace`])
 //!   and the [`trace::TraceBuilder`] every source goes through.
 //! - [`kineto`]: PyTorch profiler (Kineto) Chrome-trace JSON import.
+//! - [`capture`]: gapscope's own capture format (`.gst`): write, read, merge.
 //! - `torch` (feature `torch`): the tch model runner and operator observer.
 //!
 //! Collectors only record what happened; deciding what is a problem is the
@@ -10,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+pub mod capture;
 pub mod cupti;
 pub mod kineto;
 #[cfg(feature = "torch")]

@@ -1,0 +1,66 @@
+//! The invariants a capture's columns must hold, checked by the reader on
+//! every file and by the writer on every trace (so it never writes a file
+//! the reader would refuse). Each failure names the column and the row.
+
+use crate::trace::{StrId, ThreadId};
+
+/// Times beyond ±2^62 ns (±146 years from the origin) are not a recording:
+/// refusing them keeps `end - start` and sums of durations inside i64 for
+/// every analyzer.
+pub const MAX_ABS_TIME: i64 = 1 << 62;
+
+/// Every id below the string pool's size.
+pub fn str_ids(col: &[StrId], strings: usize, what: &str) -> Result<(), String> {
+    match col.iter().position(|s| s.0 as usize >= strings) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what} of row {i} is string id {} but the string table has {strings} strings",
+            col[i].0
+        )),
+    }
+}
+
+/// Every thread below the thread table's size (or "none", `u32::MAX`, where
+/// `none_ok`).
+pub fn thread_ids(col: &[ThreadId], threads: usize, none_ok: bool, what: &str) -> Result<(), String> {
+    let bad = |t: &ThreadId| (t.0 as usize) >= threads && !(none_ok && t.0 == u32::MAX);
+    match col.iter().position(bad) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what} of row {i} is thread {} but the thread table has {threads} threads",
+            col[i].0
+        )),
+    }
+}
+
+/// Times within ±[`MAX_ABS_TIME`] and no range ending before it starts.
+pub fn times(start: &[i64], end: &[i64], table: &str) -> Result<(), String> {
+    for (i, (&s, &e)) in start.iter().zip(end).enumerate() {
+        if !(-MAX_ABS_TIME..=MAX_ABS_TIME).contains(&s) || !(-MAX_ABS_TIME..=MAX_ABS_TIME).contains(&e) {
+            return Err(format!(
+                "{table} row {i} has a time out of range (start {s} ns, end {e} ns; the limit is ±2^62 ns)"
+            ));
+        }
+        if e < s {
+            return Err(format!(
+                "{table} row {i} ends before it starts (start {s} ns, end {e} ns)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// No two rows with the same key (threads: pid and tid; devices: id).
+pub fn unique<K: std::hash::Hash + Eq + std::fmt::Debug>(
+    keys: impl Iterator<Item = K>,
+    what: &str,
+) -> Result<(), String> {
+    let mut seen = crate::trace::FxHashMap::default();
+    for (i, k) in keys.enumerate() {
+        if let Some(&j) = seen.get(&k) {
+            return Err(format!("{what} rows {j} and {i} are both {k:?}"));
+        }
+        seen.insert(k, i);
+    }
+    Ok(())
+}

@@ -1,0 +1,311 @@
+//! Trace → capture bytes.
+
+use super::check;
+use super::error::CaptureError;
+use super::wire::*;
+use crate::trace::{StrId, ThreadId, Trace};
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+use std::io::{self, Write};
+
+/// Sections this small (metadata, thread and device tables of small traces)
+/// are stored when zlib's 6-byte frame would make them bigger.
+const SMALL: usize = 256;
+
+/// How hard zlib works. Level 1 writes a 2M-event trace in well under a
+/// second and loses only a little size to the default level on byte-split
+/// columns (docs/capture-format.md has the measurements).
+pub const LEVEL: u32 = 1;
+
+/// One section's payload, compressed as it is written, so the writer holds
+/// the compressed bytes of one section, not the decoded ones.
+struct Payload {
+    enc: ZlibEncoder<Vec<u8>>,
+    raw: u64,
+    head: Vec<u8>,
+}
+
+impl Payload {
+    fn new(level: u32) -> Self {
+        Payload {
+            enc: ZlibEncoder::new(Vec::new(), Compression::new(level)),
+            raw: 0,
+            head: Vec::new(),
+        }
+    }
+
+    fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
+        self.raw += b.len() as u64;
+        if self.raw <= SMALL as u64 {
+            self.head.extend_from_slice(b);
+        }
+        self.enc.write_all(b)
+    }
+
+    fn value<T: Fixed>(&mut self, v: T) -> io::Result<()> {
+        let mut b = Vec::with_capacity(T::WIDTH);
+        v.put(&mut b);
+        self.bytes(&b)
+    }
+
+    fn string(&mut self, s: &str) -> io::Result<()> {
+        let len = u32::try_from(s.len()).map_err(|_| io::Error::other("a string over 4 GiB"))?;
+        self.value(len)?;
+        self.bytes(s.as_bytes())
+    }
+
+    fn opt(&mut self, v: Option<i64>) -> io::Result<()> {
+        self.value(u8::from(v.is_some()))?;
+        self.value(v.unwrap_or(0))
+    }
+
+    /// A table's row count, checked against the format's u32.
+    fn rows(&mut self, n: usize, table: &str) -> Result<(), CaptureError> {
+        let n = u32::try_from(n).map_err(|_| invalid(format!("the {table} has {n} rows, over 2^32")))?;
+        self.value(n).map_err(write_err)
+    }
+
+    fn column<T: Fixed>(&mut self, v: &[T]) -> io::Result<()> {
+        self.bytes(&split(v))
+    }
+
+    fn u8s<E: Copy>(&mut self, v: &[E], tag: fn(E) -> u8) -> io::Result<()> {
+        let t: Vec<u8> = v.iter().map(|&e| tag(e)).collect();
+        self.bytes(&t)
+    }
+
+    fn strs(&mut self, v: &[StrId]) -> io::Result<()> {
+        let ids: Vec<u32> = v.iter().map(|s| s.0).collect();
+        self.column(&ids)
+    }
+
+    fn threads(&mut self, v: &[ThreadId]) -> io::Result<()> {
+        let ids: Vec<u32> = v.iter().map(|t| t.0).collect();
+        self.column(&ids)
+    }
+
+    fn starts(&mut self, start: &[i64]) -> io::Result<()> {
+        self.column(&delta(start.iter().copied()))
+    }
+
+    fn ends(&mut self, start: &[i64], end: &[i64]) -> io::Result<()> {
+        let d: Vec<u64> = start
+            .iter()
+            .zip(end)
+            .map(|(&s, &e)| zigzag(e.wrapping_sub(s)))
+            .collect();
+        self.column(&d)
+    }
+
+    fn ids(&mut self, v: &[u64]) -> io::Result<()> {
+        self.column(&delta(v.iter().map(|&x| x as i64)))
+    }
+
+    /// Writes the section header and the payload, stored or compressed,
+    /// whichever is smaller.
+    fn finish(self, section: Section, out: &mut dyn Write) -> io::Result<u64> {
+        let compressed = self.enc.finish()?;
+        let (codec, stored) = if self.raw <= SMALL as u64 && self.head.len() <= compressed.len() {
+            (CODEC_STORED, self.head)
+        } else {
+            (CODEC_ZLIB, compressed)
+        };
+        let mut crc = flate2::Crc::new();
+        crc.update(&stored);
+        let mut h = Vec::with_capacity(SECTION_HEADER_LEN);
+        h.extend_from_slice(&section.tag());
+        h.extend_from_slice(&[codec, 0, 0, 0]);
+        self.raw.put(&mut h);
+        (stored.len() as u64).put(&mut h);
+        crc.sum().put(&mut h);
+        // The header's own checksum: a damaged length is then reported as
+        // damage, not as a file cut short.
+        let mut hcrc = flate2::Crc::new();
+        hcrc.update(&h);
+        hcrc.sum().put(&mut h);
+        out.write_all(&h)?;
+        out.write_all(&stored)?;
+        Ok((h.len() + stored.len()) as u64)
+    }
+}
+
+fn write_err(source: io::Error) -> CaptureError {
+    CaptureError::Write {
+        file: "<output>".into(),
+        source,
+    }
+}
+
+fn invalid(reason: String) -> CaptureError {
+    CaptureError::Invalid {
+        file: "<output>".into(),
+        reason,
+    }
+}
+
+/// Checks what the reader will check, so no unreadable file is written.
+pub fn validate(t: &Trace) -> Result<(), String> {
+    let ns = t.strings.len();
+    let nt = t.threads.len();
+    check::str_ids(&t.threads.name, ns, "thread name")?;
+    check::unique(
+        (0..nt).map(|i| (t.threads.pid[i], t.threads.tid[i])),
+        "thread table",
+    )?;
+    check::str_ids(&t.devices.name, ns, "device name")?;
+    check::unique(t.devices.id.iter(), "device table")?;
+    check::str_ids(&t.gpu.name, ns, "GPU activity name")?;
+    check::times(&t.gpu.start, &t.gpu.end, "GPU activity")?;
+    check::thread_ids(&t.runtime.thread, nt, false, "runtime call thread")?;
+    check::str_ids(&t.runtime.name, ns, "runtime call name")?;
+    check::times(&t.runtime.start, &t.runtime.end, "runtime call")?;
+    check::thread_ids(&t.cpu_ops.thread, nt, false, "CPU op thread")?;
+    check::str_ids(&t.cpu_ops.name, ns, "CPU op name")?;
+    check::str_ids(&t.cpu_ops.shapes, ns, "CPU op shapes")?;
+    check::str_ids(&t.cpu_ops.source, ns, "CPU op source")?;
+    check::times(&t.cpu_ops.start, &t.cpu_ops.end, "CPU op")?;
+    check::thread_ids(&t.markers.thread, nt, true, "marker thread")?;
+    check::str_ids(&t.markers.name, ns, "marker name")?;
+    check::times(&t.markers.start, &t.markers.end, "marker")?;
+    Ok(())
+}
+
+/// Writes `trace` as a capture to `out`. Returns the bytes written.
+pub fn write_to(trace: &Trace, out: &mut dyn Write, level: u32) -> Result<u64, CaptureError> {
+    validate(trace).map_err(invalid)?;
+    let mut head = Vec::with_capacity(FILE_HEADER_LEN);
+    head.extend_from_slice(&MAGIC);
+    FORMAT_VERSION.put(&mut head);
+    0u32.put(&mut head);
+    out.write_all(&head).map_err(write_err)?;
+    let mut total = head.len() as u64;
+    for section in Section::ORDER {
+        let mut p = Payload::new(level);
+        fill(&mut p, section, trace)?;
+        total += p.finish(section, out).map_err(write_err)?;
+    }
+    out.flush().map_err(write_err)?;
+    Ok(total)
+}
+
+/// One section's payload. The field lists mirror `read.rs`; the format's
+/// column order is docs/capture-format.md's tables.
+fn fill(p: &mut Payload, section: Section, t: &Trace) -> Result<(), CaptureError> {
+    let io = |r: io::Result<()>| r.map_err(write_err);
+    match section {
+        Section::Meta => {
+            let m = &t.meta;
+            io(p.value(m.origin_ns))?;
+            io(p.opt(m.rank))?;
+            io(p.opt(m.world_size))?;
+            io(p.string(&m.source))?;
+            io(p.string(&m.format))?;
+            io(p.string(concat!("gapscope ", env!("CARGO_PKG_VERSION"))))?;
+        }
+        Section::Strings => {
+            p.rows(t.strings.len(), "string table")?;
+            let lens = t.strings.iter().map(|(_, s)| u32::try_from(s.len()));
+            let lens: Vec<u32> = lens
+                .collect::<Result<_, _>>()
+                .map_err(|_| invalid("a string over 4 GiB".into()))?;
+            io(p.column(&lens))?;
+            for (_, s) in t.strings.iter() {
+                io(p.bytes(s.as_bytes()))?;
+            }
+        }
+        Section::Threads => {
+            let th = &t.threads;
+            p.rows(th.len(), "thread table")?;
+            io(p.column(&th.pid))?;
+            io(p.column(&th.tid))?;
+            io(p.strs(&th.name))?;
+        }
+        Section::Devices => {
+            let d = &t.devices;
+            p.rows(d.len(), "device table")?;
+            io(p.column(&d.id))?;
+            io(p.strs(&d.name))?;
+            io(p.column(&d.sm_count))?;
+            io(p.column(&d.memory_bytes))?;
+            let (major, minor): (Vec<u32>, Vec<u32>) = d.compute_capability.iter().copied().unzip();
+            io(p.column(&major))?;
+            io(p.column(&minor))?;
+        }
+        Section::Gpu => {
+            let g = &t.gpu;
+            p.rows(g.len(), "GPU activity table")?;
+            io(p.column(&g.device))?;
+            io(p.column(&g.stream))?;
+            io(p.starts(&g.start))?;
+            io(p.ends(&g.start, &g.end))?;
+            io(p.u8s(&g.kind, gpu_kind_tag))?;
+            io(p.strs(&g.name))?;
+            io(p.ids(&g.correlation))?;
+            io(p.ids(&g.external_id))?;
+            io(p.column(&g.bytes))?;
+            io(p.u8s(&g.copy_kind, copy_kind_tag))?;
+            io(p.u8s(&g.src_mem, mem_kind_tag))?;
+            io(p.u8s(&g.dst_mem, mem_kind_tag))?;
+            for k in 0..3 {
+                io(p.column(&g.grid.iter().map(|v| v[k]).collect::<Vec<u32>>()))?;
+            }
+            for k in 0..3 {
+                io(p.column(&g.block.iter().map(|v| v[k]).collect::<Vec<u32>>()))?;
+            }
+            io(p.column(&g.registers))?;
+            io(p.column(&g.shared_mem))?;
+        }
+        Section::Runtime => {
+            let r = &t.runtime;
+            p.rows(r.len(), "runtime call table")?;
+            io(p.threads(&r.thread))?;
+            io(p.starts(&r.start))?;
+            io(p.ends(&r.start, &r.end))?;
+            io(p.strs(&r.name))?;
+            io(p.u8s(&r.api, api_kind_tag))?;
+            io(p.ids(&r.correlation))?;
+            io(p.ids(&r.external_id))?;
+        }
+        Section::CpuOps => {
+            // `parent` and `depth` are not stored: the reader recomputes them
+            // (docs/capture-format.md, "What is not stored").
+            let c = &t.cpu_ops;
+            p.rows(c.len(), "CPU op table")?;
+            io(p.threads(&c.thread))?;
+            io(p.starts(&c.start))?;
+            io(p.ends(&c.start, &c.end))?;
+            io(p.strs(&c.name))?;
+            io(p.u8s(&c.kind, cpu_op_kind_tag))?;
+            io(p.ids(&c.external_id))?;
+            io(p.column(&delta(c.sequence.iter().copied())))?;
+            io(p.strs(&c.shapes))?;
+            io(p.strs(&c.source))?;
+        }
+        Section::Markers => {
+            let m = &t.markers;
+            p.rows(m.len(), "marker table")?;
+            io(p.u8s(&m.kind, marker_kind_tag))?;
+            io(p.threads(&m.thread))?;
+            io(p.column(&m.device))?;
+            io(p.column(&m.stream))?;
+            io(p.starts(&m.start))?;
+            io(p.ends(&m.start, &m.end))?;
+            io(p.strs(&m.name))?;
+            io(p.column(&m.value.iter().map(|v| v.to_bits()).collect::<Vec<u64>>()))?;
+        }
+        Section::Diagnostics => {
+            let d = &t.diagnostics;
+            p.rows(d.counts.len(), "diagnostics")?;
+            for (k, &v) in &d.counts {
+                io(p.string(k))?;
+                io(p.value(v))?;
+            }
+            p.rows(d.examples.len(), "diagnostics examples")?;
+            for e in &d.examples {
+                io(p.string(e))?;
+            }
+        }
+        Section::End => {}
+    }
+    Ok(())
+}
