@@ -8,6 +8,7 @@ use crate::cli::{AnalyzeArgs, Format};
 use crate::render;
 use anyhow::{Context, Result};
 use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
+use gapscope_collectors::capture;
 use gapscope_collectors::kineto::{self, ImportOptions, Imported, ReadLimits};
 use gapscope_collectors::trace::Trace;
 use std::io::{self, IsTerminal, Write};
@@ -50,6 +51,12 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
         let name = path.display().to_string();
         if !args.quiet {
             warn_incomplete(&name, &imported);
+            if limits.max_events.is_some() && imported.trace.meta.format == capture::FORMAT_NAME {
+                let _ = writeln!(
+                    io::stderr().lock(),
+                    "gapscope: warning: {name}: --max-events applies to Kineto traces; a capture is read whole"
+                );
+            }
         }
         results.push(analyse(&name, &imported.trace, &options, args.quiet));
     }
@@ -62,15 +69,32 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
     Ok(())
 }
 
-/// Imports one trace file. The importer's messages already read `<file>:
-/// <problem>; <what to do>`, so they are passed on as they are, on one line.
+/// Imports one trace file: a gapscope capture (`.gst`, told by its first
+/// bytes, whatever its name) or a Kineto trace. The readers' messages
+/// already read `<file>: <problem>; <what to do>`, so they are passed on as
+/// they are, on one line.
 pub fn load(path: &Path, import: &ImportOptions) -> Result<Trace> {
+    if capture::is_capture_file(path) {
+        return capture::read_file(path).map_err(|e| anyhow::anyhow!(one_line(&e.to_string())));
+    }
     kineto::import_file(path, import).map_err(|e| anyhow::anyhow!(one_line(&e.to_string())))
 }
 
-/// Imports one trace file as far as it can be read: a cut file gives the
-/// events before the cut (see [`warn_incomplete`]), `limits` a slice.
+/// Imports one trace file as far as it can be read: a cut Kineto file gives
+/// the events before the cut (see [`warn_incomplete`]), `limits` a slice. A
+/// capture is written whole (through a renamed temporary file), so it is
+/// read whole or not at all, and `limits` do not apply to it.
 pub fn load_partial(path: &Path, import: &ImportOptions, limits: &ReadLimits) -> Result<Imported> {
+    if capture::is_capture_file(path) {
+        let trace = load(path, import)?;
+        let events = trace.gpu.len() + trace.runtime.len() + trace.cpu_ops.len() + trace.markers.len();
+        return Ok(Imported {
+            trace,
+            events,
+            truncated: None,
+            limited: false,
+        });
+    }
     kineto::import_file_partial(path, import, limits).map_err(|e| anyhow::anyhow!(one_line(&e.to_string())))
 }
 

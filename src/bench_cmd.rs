@@ -1,8 +1,9 @@
 //! `gapscope bench MODEL|all`: run built-in models (or a TorchScript file)
 //! TorchBench's way through libtorch and write one JSON line per model and
 //! configuration (docs/bench-results.md), which `gapscope diff` compares.
-//! `--profile` also records every aten operator and writes a Kineto-style
-//! Chrome trace that `analyze`, `report` and `export` read.
+//! `--profile` also records every aten operator and writes a gapscope
+//! capture (`.gst`) or a Kineto-style Chrome trace that `analyze`, `report`
+//! and `export` read.
 //!
 //! The runner needs libtorch, so it exists only in builds with the `torch`
 //! feature; other builds say how to get one.
@@ -87,8 +88,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub bs_sweep: bool,
 
-    /// Record every operator of the timed iterations into this Kineto-style
-    /// Chrome trace (one model only).
+    /// Record every operator of the timed iterations into this file (one
+    /// model only): a gapscope capture when it ends in `.gst`, else a
+    /// Kineto-style Chrome trace.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
 
@@ -320,13 +322,21 @@ mod with_torch {
         let _ = writeln!(io::stderr().lock(), "{line}");
     }
 
-    /// Writes the recorded operators as Kineto-compatible Chrome JSON (our
-    /// exporter's format, which our importer reads back).
+    /// Writes the recorded operators as a gapscope capture when the path
+    /// ends in `.gst`, else as Kineto-compatible Chrome JSON (our exporter's
+    /// format, which our importer reads back).
     fn write_profile(path: &std::path::Path, r: &RunOutput) -> Result<()> {
         if r.record.status != "ok" {
             bail!("{}: not written, the run failed", path.display());
         }
         let trace = observer::to_trace(&r.ops, &r.steps, &path.display().to_string());
+        if path
+            .extension()
+            .is_some_and(|e| e == gapscope_collectors::capture::EXTENSION)
+        {
+            return gapscope_collectors::capture::write_file(&trace, path)
+                .map_err(|e| anyhow::anyhow!("{e}"));
+        }
         let f = File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
         let mut w = BufWriter::new(f);
         crate::export::chrome::write(&trace, &mut w)

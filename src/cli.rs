@@ -66,7 +66,8 @@ pub enum Command {
 /// `gapscope analyze`.
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// Kineto traces (`.json` or `.json.gz`). None: the built-in demo trace.
+    /// Kineto traces (`.json` or `.json.gz`) or gapscope captures (`.gst`).
+    /// None: the built-in demo trace.
     #[arg(value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
 

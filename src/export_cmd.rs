@@ -1,12 +1,13 @@
 //! `gapscope export`: write a trace as a timeline to open in
 //! ui.perfetto.dev (native Perfetto protobuf) or in any Chrome-trace viewer
-//! (Kineto-compatible JSON), or its tables as Parquet files (feature
-//! `parquet`).
+//! (Kineto-compatible JSON), its tables as Parquet files (feature
+//! `parquet`), or a gapscope capture (`.gst`).
 
 use crate::export::{chrome, idle, perfetto};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use gapscope_collectors::kineto::{self, ImportOptions};
+use gapscope_collectors::capture;
+use gapscope_collectors::kineto::ImportOptions;
 use gapscope_collectors::trace::Trace;
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
@@ -25,12 +26,15 @@ EXAMPLES:
 
     The trace's tables as Parquet files in a directory, for pandas, polars
     or duckdb (feature `parquet`; columns in docs/parquet.md):
-        gapscope export run.pt.trace.json.gz --format parquet -o run_tables/";
+        gapscope export run.pt.trace.json.gz --format parquet -o run_tables/
+
+    A gapscope capture (several times smaller than the .json.gz, read faster):
+        gapscope export run.pt.trace.json.gz --format gst -o run.gst";
 
 /// `gapscope export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Kineto trace (`.json` or `.json.gz`).
+    /// Kineto trace (`.json` or `.json.gz`) or gapscope capture (`.gst`).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
 
@@ -71,6 +75,8 @@ pub enum ExportFormat {
     /// The Trace tables, one Parquet file each, into the `-o` directory
     /// (docs/parquet.md; needs the `parquet` feature).
     Parquet,
+    /// gapscope capture (`.gst`, docs/capture-format.md).
+    Gst,
 }
 
 /// Runs `gapscope export`.
@@ -81,7 +87,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     if args.format == ExportFormat::Parquet {
         return run_parquet(args, &import);
     }
-    let trace = kineto::import_file(&args.trace, &import).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let trace = crate::analyze::load(&args.trace, &import)?;
     // Write beside the target and rename at the end: a truncated trace
     // loads its prefix without any error (perfetto.md pitfall 15), so a
     // failed export must not leave one behind under the real name. A device
@@ -133,6 +139,30 @@ pub fn run(args: &ExportArgs) -> Result<()> {
             (summary, serde_json::to_string_pretty(&c)?)
         }
         ExportFormat::Parquet => unreachable!("written by run_parquet"),
+        ExportFormat::Gst => {
+            let mut out = out;
+            let bytes = capture::write_counted(&trace, &mut out)
+                .and_then(|n| {
+                    out.into_inner().map_err(|e| capture::CaptureError::Write {
+                        file: String::new(),
+                        source: e.into_error(),
+                    })?;
+                    Ok(n)
+                })
+                .map_err(|e| anyhow::anyhow!("{}", e.named(&args.output.display().to_string())))
+                .inspect_err(|_| {
+                    if !in_place {
+                        let _ = std::fs::remove_file(&tmp);
+                    }
+                })?;
+            let c = GstStats {
+                rows: trace.gpu.len() + trace.runtime.len() + trace.cpu_ops.len() + trace.markers.len(),
+                strings: trace.strings.len(),
+                bytes,
+            };
+            let summary = format!("{} rows, {} strings, {} bytes", c.rows, c.strings, c.bytes);
+            (summary, serde_json::to_string_pretty(&c)?)
+        }
     };
     if !in_place {
         std::fs::rename(&tmp, &args.output)
@@ -171,7 +201,7 @@ fn run_parquet(args: &ExportArgs, import: &ImportOptions) -> Result<()> {
             )
         })?;
     }
-    let trace = kineto::import_file(&args.trace, import).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let trace = crate::analyze::load(&args.trace, import)?;
     let opts = parquet::Options {
         compress: !args.no_compress,
         ..Default::default()
@@ -234,6 +264,17 @@ fn finding_spans(trace: &Trace) -> Vec<perfetto::FindingSpan> {
         }
     }
     spans
+}
+
+/// What `--format gst` wrote, for `--stats-json`.
+#[derive(serde::Serialize)]
+struct GstStats {
+    /// GPU activities, runtime calls, CPU ops and markers.
+    rows: usize,
+    /// Distinct strings, the empty one included.
+    strings: usize,
+    /// Size of the capture.
+    bytes: u64,
 }
 
 fn tmp_path(out: &Path) -> PathBuf {

@@ -254,7 +254,7 @@ fn a_capture_cut_at_any_section_boundary_or_inside_a_section_says_truncated() {
             if cut >= next && cut != at {
                 continue;
             }
-            let want = format!("x.gst: truncated at byte {cut}, in section {} (", names[i]);
+            let want = format!("x.gst: truncated at byte {cut}, in section {}, the ", names[i]);
             expect_err(&format!("cut at {cut} in {}", names[i]), &good[..cut], &want);
         }
     }

@@ -53,7 +53,7 @@ pub enum CaptureError {
         file: String,
         /// Where the data ends (the file's length).
         offset: u64,
-        /// What was being read there (`the header`, `section GPUA (GPU activities)`).
+        /// What was being read there (`the file header`, `section GPUA, the GPU activities`).
         section: String,
     },
     /// The bytes are there but wrong: a bad checksum, an id out of range, an
@@ -86,9 +86,9 @@ pub enum CaptureError {
 }
 
 impl CaptureError {
-    /// The same error naming `file` instead of the name it was made with
-    /// (the plain writer does not know the path it writes to).
-    pub(crate) fn named(self, name: &str) -> Self {
+    /// The same write error naming `name` instead of `<output>` (the plain
+    /// writer does not know the path it writes to).
+    pub fn named(self, name: &str) -> Self {
         match self {
             CaptureError::Write { source, .. } => CaptureError::Write {
                 file: name.to_string(),

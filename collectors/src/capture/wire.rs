@@ -89,18 +89,18 @@ impl Section {
     /// How messages name it.
     pub fn describe(self) -> String {
         let what = match self {
-            Section::Meta => "metadata",
-            Section::Strings => "string table",
-            Section::Threads => "thread table",
-            Section::Devices => "device table",
-            Section::Gpu => "GPU activities",
-            Section::Runtime => "runtime calls",
-            Section::CpuOps => "CPU operators",
-            Section::Markers => "markers",
-            Section::Diagnostics => "diagnostics",
-            Section::End => "end marker",
+            Section::Meta => "the metadata",
+            Section::Strings => "the string table",
+            Section::Threads => "the thread table",
+            Section::Devices => "the device table",
+            Section::Gpu => "the GPU activities",
+            Section::Runtime => "the runtime calls",
+            Section::CpuOps => "the CPU operators",
+            Section::Markers => "the markers",
+            Section::Diagnostics => "the diagnostics",
+            Section::End => "the end marker",
         };
-        format!("section {} ({what})", String::from_utf8_lossy(&self.tag()))
+        format!("section {}, {what}", String::from_utf8_lossy(&self.tag()))
     }
 }
 

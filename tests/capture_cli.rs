@@ -1,0 +1,154 @@
+//! `.gst` captures through the real binary: `export --format gst` converts a
+//! Kineto trace, and `analyze`, `export`, `report` and `diff` read the
+//! capture with the same results as the original; a damaged capture is one
+//! line and exit status 2.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if p.is_dir() {
+            trace_files(&p, out);
+        } else if name.ends_with(".json") || name.ends_with(".json.gz") {
+            out.push(p);
+        }
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// `analyze --format json` of `path`, with the fields that name the file
+/// and its format taken out.
+fn analysis(path: &Path) -> serde_json::Value {
+    let mut v = gapscope(["analyze", "--quiet", "--format", "json", s(path)])
+        .expect_code(0)
+        .json();
+    let src = v["source"].as_object_mut().expect("a source object");
+    assert!(
+        src.remove("path").is_some() && src.remove("format").is_some(),
+        "{v}"
+    );
+    v
+}
+
+#[test]
+fn analyze_gives_the_same_result_for_every_shared_trace_and_its_capture() {
+    let mut files = Vec::new();
+    trace_files(&repo().join("../shared/traces"), &mut files);
+    files.sort();
+    files.push(repo().join("fixtures/demo/demo.pt.trace.json.gz"));
+    assert!(files.len() >= 19, "{files:?}");
+    let dir = TempDir::new("capture-analyze");
+    for (i, f) in files.iter().enumerate() {
+        let gst = dir.path().join(format!("{i}.gst"));
+        let r = gapscope(["export", s(f), "--format", "gst", "-o", s(&gst)]).expect_code(0);
+        assert!(
+            r.stderr.contains("rows,") && r.stderr.contains("bytes"),
+            "{}",
+            r.stderr
+        );
+        assert!(std::fs::read(&gst).unwrap().starts_with(b"\x89GST\r\n\x1a\n"));
+        let a = analysis(f);
+        let b = analysis(&gst);
+        assert!(a == b, "{}: the analysis of the capture differs", f.display());
+        let full = gapscope(["analyze", "--format", "json", s(&gst)])
+            .expect_code(0)
+            .json();
+        assert_eq!(full["source"]["format"], "gapscope-capture");
+        assert_eq!(full["source"]["path"], s(&gst));
+    }
+}
+
+#[test]
+fn export_report_and_diff_read_a_capture() {
+    let dir = TempDir::new("capture-subcommands");
+    let json = shared_trace("hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz");
+    let gst = dir.path().join("alexnet.gst");
+    gapscope(["export", s(&json), "--format", "gst", "-o", s(&gst)]).expect_code(0);
+
+    // The Chrome timeline written from the capture is the one written from
+    // the original, byte for byte.
+    let (c1, c2) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    gapscope(["export", s(&json), "--format", "chrome", "-o", s(&c1)]).expect_code(0);
+    gapscope(["export", s(&gst), "--format", "chrome", "-o", s(&c2)]).expect_code(0);
+    assert!(std::fs::read(&c1).unwrap() == std::fs::read(&c2).unwrap());
+    let pf = dir.path().join("a.pftrace");
+    gapscope(["export", s(&gst), "-o", s(&pf)]).expect_code(0);
+    assert!(std::fs::metadata(&pf).unwrap().len() > 1000);
+
+    let html = dir.path().join("r.html");
+    gapscope(["report", s(&gst), "-o", s(&html)]).expect_code(0);
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<html"));
+
+    // A trace and its capture: nothing changed.
+    let d = gapscope(["diff", "--format", "json", s(&json), s(&gst)])
+        .expect_code(0)
+        .json();
+    assert!(d.is_object(), "{d}");
+}
+
+#[test]
+fn a_damaged_capture_is_one_line_and_exit_status_2() {
+    let dir = TempDir::new("capture-bad");
+    let gst = dir.path().join("good.gst");
+    let demo = repo().join("fixtures/demo/demo.pt.trace.json.gz");
+    gapscope(["export", s(&demo), "--format", "gst", "-o", s(&gst)]).expect_code(0);
+    let bytes = std::fs::read(&gst).unwrap();
+
+    let cut = dir.file("bad.gst", &bytes[..bytes.len() / 2]);
+    let r = gapscope(["analyze", s(&cut)]).expect_code(2);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", r.stderr);
+    assert!(
+        lines[0].contains(&format!(
+            "{}: truncated at byte {}",
+            cut.display(),
+            bytes.len() / 2
+        )) && lines[0].contains("re-record"),
+        "{}",
+        lines[0]
+    );
+
+    let mut newer = bytes.clone();
+    newer[8] = 9;
+    let p = dir.file("newer.gst", &newer);
+    let out = dir.path().join("out");
+    for args in [
+        vec!["analyze", s(&p)],
+        vec!["report", s(&p), "-o", s(&out)],
+        vec!["export", s(&p), "-o", s(&out)],
+        vec!["diff", s(&p), s(&gst)],
+    ] {
+        let cmd = args[0];
+        let r = gapscope(&args).expect_code(2);
+        assert_eq!(r.stderr.lines().count(), 1, "{cmd}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("capture format version 9 is newer than this gapscope reads (1); upgrade gapscope"),
+            "{cmd}: {}",
+            r.stderr
+        );
+        assert!(!out.exists(), "{cmd} wrote output from a bad capture");
+    }
+}
+
+#[test]
+fn export_gst_into_a_missing_folder_is_one_line_and_leaves_nothing() {
+    let dir = TempDir::new("capture-export-fail");
+    let demo = repo().join("fixtures/demo/demo.pt.trace.json.gz");
+    let out = dir.path().join("no/such/dir/run.gst");
+    let r = gapscope(["export", s(&demo), "--format", "gst", "-o", s(&out)]).expect_code(2);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("run.gst"), "{}", r.stderr);
+    assert!(!out.exists());
+}
