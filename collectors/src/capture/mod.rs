@@ -65,6 +65,15 @@ pub fn write_counted(trace: &Trace, mut out: impl Write) -> Result<u64, CaptureE
     write::write_to(trace, &mut out, write::LEVEL)
 }
 
+/// As [`write_counted`], with zlib's level (0 to 9) chosen; [`write`] uses
+/// [`DEFAULT_LEVEL`]. Every level reads the same.
+pub fn write_level(trace: &Trace, mut out: impl Write, level: u32) -> Result<u64, CaptureError> {
+    write::write_to(trace, &mut out, level.min(9))
+}
+
+/// The zlib level [`write`] uses.
+pub const DEFAULT_LEVEL: u32 = write::LEVEL;
+
 /// Writes `trace` to `path`, through `path.tmp` renamed at the end, so a
 /// writer killed half-way never leaves a partial file under the real name
 /// (it leaves `path.tmp`). A path that exists and is not a regular file

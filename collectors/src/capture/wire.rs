@@ -136,13 +136,14 @@ fixed!(u8, u16, u32, u64, i64);
 /// high bytes, which then form long runs deflate packs to almost nothing.
 pub fn split<T: Fixed>(values: &[T]) -> Vec<u8> {
     let n = values.len();
+    let mut le = Vec::with_capacity(n * T::WIDTH);
+    for v in values {
+        v.put(&mut le);
+    }
     let mut planes = vec![0u8; n * T::WIDTH];
-    let mut tmp = Vec::with_capacity(T::WIDTH);
-    for (i, v) in values.iter().enumerate() {
-        tmp.clear();
-        v.put(&mut tmp);
-        for (j, &b) in tmp.iter().enumerate() {
-            planes[j * n + i] = b;
+    for (j, plane) in planes.chunks_exact_mut(n.max(1)).enumerate().take(T::WIDTH) {
+        for (i, b) in plane.iter_mut().enumerate() {
+            *b = le[i * T::WIDTH + j];
         }
     }
     planes
@@ -151,15 +152,13 @@ pub fn split<T: Fixed>(values: &[T]) -> Vec<u8> {
 /// The inverse of [`split`]: `planes` holds exactly `n * T::WIDTH` bytes.
 pub fn unsplit<T: Fixed>(planes: &[u8], n: usize) -> Vec<T> {
     debug_assert_eq!(planes.len(), n * T::WIDTH);
-    let mut tmp = vec![0u8; T::WIDTH];
-    (0..n)
-        .map(|i| {
-            for (j, b) in tmp.iter_mut().enumerate() {
-                *b = planes[j * n + i];
-            }
-            T::get(&tmp)
-        })
-        .collect()
+    let mut le = vec![0u8; n * T::WIDTH];
+    for (j, plane) in planes.chunks_exact(n.max(1)).enumerate().take(T::WIDTH) {
+        for (i, &b) in plane.iter().enumerate() {
+            le[i * T::WIDTH + j] = b;
+        }
+    }
+    le.chunks_exact(T::WIDTH).map(T::get).collect()
 }
 
 /// Signed to unsigned with small magnitudes small (0, -1, 1, -2 → 0, 1, 2, 3).
