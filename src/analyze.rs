@@ -74,10 +74,13 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
 /// already read `<file>: <problem>; <what to do>`, so they are passed on as
 /// they are, on one line.
 pub fn load(path: &Path, import: &ImportOptions) -> Result<Trace> {
-    if capture::is_capture_file(path) {
-        return capture::read_file(path).map_err(|e| anyhow::anyhow!(one_line(&e.to_string())));
+    let name = path.display().to_string();
+    match sniff(path)? {
+        Input::Capture => capture::read_file(path).map_err(line),
+        Input::Kineto => kineto::import_file(path, import).map_err(line),
+        Input::Piped(b) if capture::is_capture(&b) => capture::read_bytes(&b, &name).map_err(line),
+        Input::Piped(b) => kineto::import_bytes(&b, &name, import).map_err(line),
     }
-    kineto::import_file(path, import).map_err(|e| anyhow::anyhow!(one_line(&e.to_string())))
 }
 
 /// Imports one trace file as far as it can be read: a cut Kineto file gives
@@ -85,17 +88,49 @@ pub fn load(path: &Path, import: &ImportOptions) -> Result<Trace> {
 /// capture is written whole (through a renamed temporary file), so it is
 /// read whole or not at all, and `limits` do not apply to it.
 pub fn load_partial(path: &Path, import: &ImportOptions, limits: &ReadLimits) -> Result<Imported> {
-    if capture::is_capture_file(path) {
-        let trace = load(path, import)?;
-        let events = trace.gpu.len() + trace.runtime.len() + trace.cpu_ops.len() + trace.markers.len();
-        return Ok(Imported {
-            trace,
-            events,
-            truncated: None,
-            limited: false,
-        });
+    let name = path.display().to_string();
+    let trace = match sniff(path)? {
+        Input::Capture => capture::read_file(path).map_err(line)?,
+        Input::Piped(b) if capture::is_capture(&b) => capture::read_bytes(&b, &name).map_err(line)?,
+        Input::Kineto => return kineto::import_file_partial(path, import, limits).map_err(line),
+        Input::Piped(b) => return kineto::import_bytes_partial(&b, &name, import, limits).map_err(line),
+    };
+    let events = trace.gpu.len() + trace.runtime.len() + trace.cpu_ops.len() + trace.markers.len();
+    Ok(Imported {
+        trace,
+        events,
+        truncated: None,
+        limited: false,
+    })
+}
+
+/// What a path holds.
+enum Input {
+    /// A regular file that starts like a capture.
+    Capture,
+    /// Anything else the Kineto importer opens itself (and names in its
+    /// errors when it cannot).
+    Kineto,
+    /// A pipe or device (`<(zcat run.json.gz)`): read once, here, since
+    /// sniffing its first bytes would consume them.
+    Piped(Vec<u8>),
+}
+
+fn sniff(path: &Path) -> Result<Input> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => std::fs::read(path).map(Input::Piped).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot read the file ({e}); check the path and its permissions",
+                path.display()
+            )
+        }),
+        _ if capture::is_capture_file(path) => Ok(Input::Capture),
+        _ => Ok(Input::Kineto),
     }
-    kineto::import_file_partial(path, import, limits).map_err(|e| anyhow::anyhow!(one_line(&e.to_string())))
+}
+
+fn line(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!(one_line(&e.to_string()))
 }
 
 /// One warning line per reason a trace was read only in part (cut short,

@@ -152,3 +152,40 @@ fn export_gst_into_a_missing_folder_is_one_line_and_leaves_nothing() {
     assert!(r.stderr.contains("run.gst"), "{}", r.stderr);
     assert!(!out.exists());
 }
+
+/// `analyze /dev/stdin` with the bytes on a pipe.
+fn analyze_piped(bytes: Vec<u8>) -> serde_json::Value {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gapscope"))
+        .args(["analyze", "--quiet", "--format", "json", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let src = v["source"].as_object_mut().unwrap();
+    src.remove("path");
+    src.remove("format");
+    v
+}
+
+#[test]
+fn a_capture_or_a_trace_on_a_pipe_is_read_whole() {
+    // Telling a capture from JSON must not eat a pipe's first bytes.
+    let dir = TempDir::new("capture-pipe");
+    let json = repo().join("fixtures/demo/demo.pt.trace.json.gz");
+    let gst = dir.path().join("demo.gst");
+    gapscope(["export", s(&json), "--format", "gst", "-o", s(&gst)]).expect_code(0);
+    let from_file = analysis(&json);
+    assert!(analyze_piped(std::fs::read(&gst).unwrap()) == from_file);
+    assert!(analyze_piped(std::fs::read(&json).unwrap()) == from_file);
+}

@@ -1,6 +1,7 @@
 //! A mutation fuzzer on the stable toolchain (no cargo-fuzz, no libFuzzer):
-//! the Kineto importer (`kineto::import_bytes_partial`, plain and gzip) and
-//! the CUPTI record decoder (`RecordIter` and `Decoder::decode_buffer`).
+//! the Kineto importer (`kineto::import_bytes_partial`, plain and gzip), the
+//! CUPTI record decoder (`RecordIter` and `Decoder::decode_buffer`) and the
+//! capture reader (`capture::read_bytes`).
 //!
 //! ```text
 //! cargo run --release -p gapscope-collectors --example fuzz_import -- \
@@ -14,7 +15,15 @@
 //! nesting, gzip of the result (sometimes then corrupted). Every input runs
 //! under `catch_unwind`; one that panics, or takes over a second, is saved in
 //! the crash folder and counted. `bench/fuzz.sh` runs this for a set time.
+//!
+//! The `capture` target's seeds are those small traces imported and written
+//! as captures. Half its inputs are a seed with byte mutations (which the
+//! checksums mostly catch); the other half have one section's decoded
+//! payload mutated, or its header's lengths changed, and are framed again
+//! with valid checksums, so the damage reaches the column checks. A capture
+//! that reads must also write and read back the same.
 
+use gapscope_collectors::capture;
 use gapscope_collectors::cupti::decode::{decode_record, Decoder, Layouts, MapResolver, RecordIter};
 use gapscope_collectors::kineto::{import_bytes_partial, ImportOptions, ReadLimits};
 use std::io::{Read, Write};
@@ -284,6 +293,178 @@ fn cupti_input(layouts: &Layouts, rng: &mut Rng) -> Vec<u8> {
     buf
 }
 
+/// Small captures: each small Kineto seed imported and written.
+fn capture_seeds(kineto: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    kineto
+        .iter()
+        .filter_map(|json| {
+            let t =
+                import_bytes_partial(json, "seed", &ImportOptions::default(), &ReadLimits::default()).ok()?;
+            let mut out = Vec::new();
+            capture::write(&t.trace, &mut out).ok()?;
+            Some(out)
+        })
+        .collect()
+}
+
+/// A capture's sections: (tag, codec, decoded payload), or `None` when the
+/// framing does not parse (then only byte mutations apply).
+fn capture_sections(bytes: &[u8]) -> Option<Vec<([u8; 4], Vec<u8>)>> {
+    let mut pos = 16;
+    let mut out = Vec::new();
+    while pos < bytes.len() {
+        let h = bytes.get(pos..pos + 32)?;
+        let stored_len = usize::try_from(u64::from_le_bytes(h[16..24].try_into().ok()?)).ok()?;
+        let stored = bytes.get(pos + 32..(pos + 32).checked_add(stored_len)?)?;
+        let payload = match h[4] {
+            0 => stored.to_vec(),
+            _ => {
+                let mut p = Vec::new();
+                flate2::read::ZlibDecoder::new(stored).read_to_end(&mut p).ok()?;
+                p
+            }
+        };
+        out.push((h[0..4].try_into().ok()?, payload));
+        pos += 32 + stored_len;
+    }
+    Some(out)
+}
+
+/// One section, stored or zlib, with `raw_len`/`stored_len` as given (the
+/// real ones by default) and both checksums valid.
+fn capture_frame(tag: [u8; 4], payload: &[u8], zlib: bool, lens: Option<(u64, u64)>) -> Vec<u8> {
+    let stored = if zlib {
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(payload).unwrap();
+        e.finish().unwrap()
+    } else {
+        payload.to_vec()
+    };
+    let (raw, st) = lens.unwrap_or((payload.len() as u64, stored.len() as u64));
+    let mut h = Vec::new();
+    h.extend_from_slice(&tag);
+    h.extend_from_slice(&[u8::from(zlib), 0, 0, 0]);
+    h.extend_from_slice(&raw.to_le_bytes());
+    h.extend_from_slice(&st.to_le_bytes());
+    let mut c = flate2::Crc::new();
+    c.update(&stored);
+    h.extend_from_slice(&c.sum().to_le_bytes());
+    let mut c = flate2::Crc::new();
+    c.update(&h);
+    h.extend_from_slice(&c.sum().to_le_bytes());
+    h.extend_from_slice(&stored);
+    h
+}
+
+const CAPTURE_LENS: &[u64] = &[
+    0,
+    1,
+    3,
+    4,
+    7,
+    8,
+    255,
+    256,
+    65_535,
+    1 << 32,
+    u64::MAX / 2,
+    u64::MAX,
+];
+
+fn capture_input(seeds: &[Vec<u8>], rng: &mut Rng) -> Vec<u8> {
+    let seed = if seeds.is_empty() {
+        capture::MAGIC.to_vec()
+    } else {
+        rng.pick(seeds).clone()
+    };
+    let sections = match capture_sections(&seed) {
+        Some(s) if rng.below(2) == 0 && !s.is_empty() => s,
+        _ => {
+            let mut input = seed;
+            mutate(&mut input, &[], rng);
+            return input;
+        }
+    };
+    let mut out = seed[..16].to_vec();
+    let target = rng.below(sections.len());
+    for (i, (tag, payload)) in sections.into_iter().enumerate() {
+        let zlib = rng.below(2) == 0;
+        if i != target {
+            out.extend(capture_frame(tag, &payload, zlib, None));
+            continue;
+        }
+        if rng.below(5) == 0 {
+            // Lengths that disagree with the data, under a valid header.
+            let raw = *rng.pick(CAPTURE_LENS);
+            let stored = *rng.pick(CAPTURE_LENS);
+            out.extend(capture_frame(tag, &payload, zlib, Some((raw, stored))));
+            continue;
+        }
+        let mut p = payload;
+        for _ in 0..1 + rng.below(4) {
+            let len = p.len();
+            match rng.below(6) {
+                0 if len > 0 => {
+                    let i = rng.below(len);
+                    p[i] ^= 1 << rng.below(8);
+                }
+                1 if len > 0 => {
+                    let i = rng.below(len);
+                    p[i] = *rng.pick(&[0u8, 1, 2, 3, 4, 5, 6, 9, 0x7f, 0x80, 0xfe, 0xff]);
+                }
+                2 if len > 0 => p.truncate(rng.below(len)),
+                3 if len > 0 => {
+                    let a = rng.below(len);
+                    let b = (a + 1 + rng.below(16)).min(len);
+                    p.drain(a..b);
+                }
+                4 if len > 0 => {
+                    let a = rng.below(len);
+                    let b = (a + 1 + rng.below(64)).min(len);
+                    let piece = p[a..b].to_vec();
+                    let at = rng.below(len);
+                    p.splice(at..at, piece);
+                }
+                _ if len >= 4 => {
+                    // A row count or string length: the first u32, or one
+                    // somewhere else.
+                    let at = if rng.below(2) == 0 { 0 } else { rng.below(len - 3) };
+                    let v = *rng.pick(&[0u32, 1, 2, 255, 65_536, u32::MAX / 2, u32::MAX]);
+                    p[at..at + 4].copy_from_slice(&v.to_le_bytes());
+                }
+                _ => {}
+            }
+        }
+        out.extend(capture_frame(tag, &p, zlib, None));
+    }
+    out
+}
+
+/// Capture inputs that read without an error: how many get past the
+/// checks (reported with the target's line).
+static CAPTURE_READ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn run_capture(input: &[u8]) {
+    let Ok(t) = capture::read_bytes(input, "fuzz") else {
+        return;
+    };
+    CAPTURE_READ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // What the analyzers rely on: every parent chain ends, every link is a
+    // row. And a trace that reads writes and reads back the same.
+    for op in 0..t.cpu_ops.len() as u32 {
+        assert!(t.ancestors(op).count() <= t.cpu_ops.len());
+    }
+    let is_row = |l: u32, n: usize| l == u32::MAX || (l as usize) < n;
+    assert!(t.links.gpu_launch.iter().all(|&l| is_row(l, t.runtime.len())));
+    assert!(t.links.runtime_op.iter().all(|&l| is_row(l, t.cpu_ops.len())));
+    let mut out = Vec::new();
+    capture::write(&t, &mut out).expect("a trace that was read writes");
+    let back = capture::read_bytes(&out, "fuzz").expect("a written capture reads");
+    assert_eq!(format!("{:?}", back.gpu), format!("{:?}", t.gpu));
+    assert_eq!(format!("{:?}", back.cpu_ops), format!("{:?}", t.cpu_ops));
+    assert_eq!(format!("{:?}", back.links), format!("{:?}", t.links));
+}
+
 fn run_kineto(input: &[u8]) {
     let limits = ReadLimits::default();
     if let Ok(imported) = import_bytes_partial(input, "fuzz", &ImportOptions::default(), &limits) {
@@ -340,7 +521,12 @@ fn args() -> Args {
         }
     }
     if a.targets.is_empty() {
-        a.targets = vec!["kineto".into(), "kineto-gz".into(), "cupti".into()];
+        a.targets = vec![
+            "kineto".into(),
+            "kineto-gz".into(),
+            "cupti".into(),
+            "capture".into(),
+        ];
     }
     a
 }
@@ -362,7 +548,11 @@ fn main() {
                 .next()
                 .unwrap_or("")
                 .to_string();
-            let f = if target == "cupti" { run_cupti } else { run_kineto };
+            let f = match target.as_str() {
+                "cupti" => run_cupti,
+                "capture" => run_capture,
+                _ => run_kineto,
+            };
             let ok = catch_unwind(AssertUnwindSafe(|| f(&bytes))).is_ok();
             println!("{}: {}", p.display(), if ok { "ok" } else { "PANIC" });
         }
@@ -370,6 +560,11 @@ fn main() {
     }
     let mut rng = Rng(a.seed | 1);
     let seeds = kineto_seeds(&a.seeds, &mut rng);
+    let cap_seeds = if a.targets.iter().any(|t| t == "capture") {
+        capture_seeds(&seeds)
+    } else {
+        Vec::new()
+    };
     let layouts = Layouts::for_api_version(28).expect("12.9 layouts");
     std::fs::create_dir_all(&a.crashes).expect("crash folder");
     let per_target = Duration::from_secs(a.seconds) / a.targets.len().max(1) as u32;
@@ -386,6 +581,7 @@ fn main() {
                     }
                     (buf, run_cupti)
                 }
+                "capture" => (capture_input(&cap_seeds, &mut rng), run_capture),
                 t => {
                     let mut input = if seeds.is_empty() {
                         b"{\"traceEvents\": []}".to_vec()
@@ -425,11 +621,23 @@ fn main() {
             }
         }
         total_crashes += crashes;
+        let n_seeds = if target == "capture" {
+            cap_seeds.len()
+        } else {
+            seeds.len()
+        };
+        let read = if target == "capture" {
+            format!(
+                ", {} read whole",
+                CAPTURE_READ.load(std::sync::atomic::Ordering::Relaxed)
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "{target}: {runs} inputs in {:.1} s ({:.0}/s), {crashes} crashes, {slow} slow (>1 s), {} seeds",
+            "{target}: {runs} inputs in {:.1} s ({:.0}/s), {crashes} crashes, {slow} slow (>1 s), {n_seeds} seeds{read}",
             start.elapsed().as_secs_f64(),
             runs as f64 / start.elapsed().as_secs_f64(),
-            seeds.len()
         );
     }
     if total_crashes > 0 {

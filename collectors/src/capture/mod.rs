@@ -139,23 +139,23 @@ pub fn is_capture(prefix: &[u8]) -> bool {
     n > 0 && prefix[..n] == MAGIC[..n]
 }
 
-/// True when the file at `path` starts like a capture (false when it cannot
-/// be read: the importer that gets it then says why).
+/// True when `path` is a regular file that starts like a capture (false
+/// when it cannot be read: the importer that gets it then says why). Pipes
+/// and devices are not opened: reading their first bytes would consume
+/// them; read those whole and ask [`is_capture`].
 pub fn is_capture_file(path: &Path) -> bool {
     use std::io::Read;
-    let mut prefix = [0u8; 8];
+    if !path.is_file() {
+        return false;
+    }
     let Ok(f) = std::fs::File::open(path) else {
         return false;
     };
-    let mut n = 0;
-    let mut f = f.take(8);
-    while let Ok(k) = f.read(&mut prefix[n..]) {
-        if k == 0 {
-            break;
-        }
-        n += k;
+    let mut prefix = Vec::with_capacity(MAGIC.len());
+    if f.take(MAGIC.len() as u64).read_to_end(&mut prefix).is_err() {
+        return false;
     }
-    is_capture(&prefix[..n])
+    is_capture(&prefix)
 }
 
 /// Merges captures of several processes (a training process and its
