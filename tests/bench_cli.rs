@@ -1,9 +1,9 @@
 //! `gapscope bench` end to end on the real binary. Without the `torch`
 //! feature the subcommand says how to build it; with it (CPU, tiny sizes,
 //! OMP_NUM_THREADS=1): the JSON lines follow docs/bench-results.md and
-//! `gapscope diff` reads them, `--profile` writes a trace `analyze` and
-//! `export` read, a TorchScript file runs, and a bad model or flag is one
-//! line with exit status 2.
+//! `gapscope diff` reads them, `--profile` writes a trace (or a `.gst`
+//! capture) that `analyze` and `export` read, a TorchScript file runs, and
+//! a bad model or flag is one line with exit status 2.
 
 mod common;
 
@@ -132,6 +132,24 @@ mod with_torch {
         let chrome = dir.path().join("out.json");
         gapscope(&["export", "--format", "chrome", "-o", chrome.to_str().unwrap(), t]).expect_code(0);
         assert!(std::fs::read_to_string(&chrome).unwrap().contains("aten::addmm"));
+    }
+
+    #[test]
+    fn profile_gst_writes_a_capture_that_analyze_and_export_read() {
+        let dir = TempDir::new("bench-profile-gst");
+        let cap = dir.path().join("run.gst");
+        let c = cap.to_str().unwrap();
+        bench(&["resnet18", "--profile", c]).expect_code(0);
+        assert!(std::fs::read(&cap).unwrap().starts_with(b"\x89GST\r\n\x1a\n"));
+        assert!(!dir.path().join("run.gst.tmp").exists());
+        let a = gapscope(&["analyze", "--format", "json", c])
+            .expect_code(0)
+            .json();
+        assert_eq!(a["source"]["format"], "gapscope-capture", "{a}");
+        let chrome = dir.path().join("out.json");
+        gapscope(&["export", "--format", "chrome", "-o", chrome.to_str().unwrap(), c]).expect_code(0);
+        let text = std::fs::read_to_string(&chrome).unwrap();
+        assert!(text.contains("aten::addmm") && text.contains("ProfilerStep#2"));
     }
 
     #[test]
