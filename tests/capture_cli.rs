@@ -89,11 +89,18 @@ fn export_report_and_diff_read_a_capture() {
     gapscope(["report", s(&gst), "-o", s(&html)]).expect_code(0);
     assert!(std::fs::read_to_string(&html).unwrap().contains("<html"));
 
-    // A trace and its capture: nothing changed.
-    let d = gapscope(["diff", "--format", "json", s(&json), s(&gst)])
-        .expect_code(0)
-        .json();
-    assert!(d.is_object(), "{d}");
+    // A trace against its capture diffs as the trace against itself.
+    let same = gapscope(["diff", "--format", "json", s(&json), s(&json)]);
+    let with_gst = gapscope(["diff", "--format", "json", s(&json), s(&gst)]);
+    assert_eq!(with_gst.code, same.code, "{}", with_gst.stderr);
+    let (mut a, mut b) = (same.json(), with_gst.json());
+    assert_eq!(b["new"], s(&gst));
+    a.as_object_mut().unwrap().remove("new");
+    b.as_object_mut().unwrap().remove("new");
+    assert!(
+        a == b,
+        "diff against the capture differs from diff against the trace"
+    );
 }
 
 #[test]
