@@ -639,24 +639,27 @@ fn trace_doc(names: &(String, String), d: &TraceDiff, th: &Thresholds, top: usiz
     }
     for x in &f.appeared {
         findings.paragraphs.push(format!(
-            "- appeared: {} {} (could save {})",
+            "- appeared: {} {} {} (could save {})",
             x.id,
+            x.kind,
             x.subject,
             human(x.savings_ns)
         ));
     }
     for x in &f.disappeared {
         findings.paragraphs.push(format!(
-            "- disappeared: {} {} (could save {})",
+            "- disappeared: {} {} {} (could save {})",
             x.id,
+            x.kind,
             x.subject,
             human(x.savings_ns)
         ));
     }
     for (b, n) in &f.persisted {
         findings.paragraphs.push(format!(
-            "- still there: {} {} (could save {} → {})",
+            "- still there: {} {} {} (could save {} → {})",
             n.id,
+            n.kind,
             n.subject,
             human(b.savings_ns),
             human(n.savings_ns)
@@ -765,6 +768,7 @@ fn finding_summaries(a: &gapscope_analyzers::analysis::Analysis) -> Vec<trace::F
         .iter()
         .map(|f| trace::FindingSummary {
             id: f.detector.clone(),
+            kind: f.id.clone(),
             subject: [&f.source, &f.operator, &f.annotation]
                 .into_iter()
                 .flatten()

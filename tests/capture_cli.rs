@@ -89,10 +89,13 @@ fn export_report_and_diff_read_a_capture() {
     gapscope(["report", s(&gst), "-o", s(&html)]).expect_code(0);
     assert!(std::fs::read_to_string(&html).unwrap().contains("<html"));
 
-    // A trace against its capture diffs as the trace against itself.
+    // A trace against its capture diffs as the trace against itself: no
+    // regression (alexnet has several D14 findings under one operator,
+    // which once paired two to one and showed as grown).
     let same = gapscope(["diff", "--format", "json", s(&json), s(&json)]);
     let with_gst = gapscope(["diff", "--format", "json", s(&json), s(&gst)]);
-    assert_eq!(with_gst.code, same.code, "{}", with_gst.stderr);
+    assert_eq!(same.code, 0, "{}", same.stdout);
+    assert_eq!(with_gst.code, 0, "{}", with_gst.stdout);
     let (mut a, mut b) = (same.json(), with_gst.json());
     assert_eq!(b["new"], s(&gst));
     a.as_object_mut().unwrap().remove("new");

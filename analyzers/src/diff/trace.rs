@@ -32,6 +32,10 @@ use serde::{Deserialize, Serialize};
 pub struct FindingSummary {
     /// Detector id (`D3`, ...).
     pub id: String,
+    /// The finding's own id (`slow_runtime_calls`, ...): one detector
+    /// reports several kinds of finding.
+    #[serde(default)]
+    pub kind: String,
     /// What it is about: the operator or annotation it names.
     pub subject: String,
     /// Its estimated saving, ns.
@@ -277,18 +281,29 @@ fn pair_devices(base: &Analysis, new: &Analysis, notes: &mut Vec<String>) -> Vec
 
 /// Pairs findings by `(id, subject)`.
 pub fn findings_diff(base: &[FindingSummary], new: &[FindingSummary]) -> FindingsDiff {
-    let same = |a: &FindingSummary, b: &FindingSummary| a.id == b.id && a.subject == b.subject;
+    // One to one, in rank order: a detector can report several findings
+    // on one subject (D14: one per runtime API under the same operator),
+    // and pairing each base finding with the first match alone paired two
+    // of them with one new finding, so a trace diffed against itself
+    // showed "grown" findings.
+    let same =
+        |a: &FindingSummary, b: &FindingSummary| a.id == b.id && a.kind == b.kind && a.subject == b.subject;
+    let mut used = vec![false; new.len()];
     let mut out = FindingsDiff::default();
     for b in base {
-        match new.iter().find(|n| same(b, n)) {
-            Some(n) => out.persisted.push((b.clone(), n.clone())),
+        match (0..new.len()).find(|&i| !used[i] && same(b, &new[i])) {
+            Some(i) => {
+                used[i] = true;
+                out.persisted.push((b.clone(), new[i].clone()));
+            }
             None => out.disappeared.push(b.clone()),
         }
     }
     out.appeared = new
         .iter()
-        .filter(|n| !base.iter().any(|b| same(b, n)))
-        .cloned()
+        .zip(&used)
+        .filter(|(_, &u)| !u)
+        .map(|(n, _)| n.clone())
         .collect();
     out
 }
@@ -300,6 +315,7 @@ mod tests {
     fn f(id: &str, subject: &str, savings_ns: Ns) -> FindingSummary {
         FindingSummary {
             id: id.to_string(),
+            kind: String::new(),
             subject: subject.to_string(),
             savings_ns,
         }
@@ -314,5 +330,26 @@ mod tests {
         assert_eq!(d.disappeared, vec![f("D3", "loss", 5)]);
         assert_eq!(d.persisted.len(), 1);
         assert_eq!(d.persisted[0].1.savings_ns, 30);
+    }
+
+    #[test]
+    fn findings_on_one_subject_pair_one_to_one() {
+        // Two D14 findings under one operator (two APIs), and a third only
+        // in the new trace: each base finding takes its own partner.
+        let base = [f("D14", "aten::conv2d", 30), f("D14", "aten::conv2d", 7)];
+        let new = [
+            f("D14", "aten::conv2d", 30),
+            f("D14", "aten::conv2d", 7),
+            f("D14", "aten::conv2d", 1),
+        ];
+        let d = findings_diff(&base, &new);
+        let pairs: Vec<_> = d
+            .persisted
+            .iter()
+            .map(|(b, n)| (b.savings_ns, n.savings_ns))
+            .collect();
+        assert_eq!(pairs, vec![(30, 30), (7, 7)]);
+        assert_eq!(d.appeared, vec![f("D14", "aten::conv2d", 1)]);
+        assert!(d.disappeared.is_empty());
     }
 }
