@@ -79,6 +79,39 @@ pub fn cupti_api_version() -> Result<u32, LiveError> {
     Ok(v)
 }
 
+/// Hands NVTX's export-table getter to libcupti, which then installs its
+/// own handlers so that NVTX ranges become MARKER records. `v2` picks
+/// `cuptiNvtxInitialize2` (NVTX v3's `InitializeInjectionNvtx2`) over
+/// `cuptiNvtxInitialize`. libcupti exports both but no header declares them,
+/// and cudarc binds neither, so they are looked up by name.
+///
+/// # Safety
+/// `get_export_table` must be the pointer NVTX passed to the injection entry
+/// point.
+pub unsafe fn nvtx_initialize(v2: bool, get_export_table: *mut c_void) -> Result<(), LiveError> {
+    ensure_library()?;
+    let name: &'static str = if v2 {
+        "cuptiNvtxInitialize2"
+    } else {
+        "cuptiNvtxInitialize"
+    };
+    type Init = unsafe extern "C" fn(*mut c_void) -> u32;
+    // SAFETY: the library is loaded (ensure_library); the symbol has this C
+    // signature (CUPTI Usage, "NVTX"). Its result is read as a plain u32, so
+    // no enum is built from CUPTI's value.
+    let init = unsafe { sys::culib().get::<Init>(format!("{name}\0").as_bytes()) }
+        .map_err(|_| LiveError::MissingSymbol(name))?;
+    // SAFETY: see above.
+    match unsafe { init(get_export_table) } {
+        0 => Ok(()),
+        code => Err(LiveError::Cupti {
+            call: name,
+            code,
+            message: "NVTX ranges will not be recorded".into(),
+        }),
+    }
+}
+
 /// Reads CUPTI's strings and callback names.
 #[derive(Default)]
 pub struct LiveResolver;

@@ -56,6 +56,9 @@ pub enum LiveError {
     /// A collector is already running in this process.
     #[error("a gapscope CUPTI collector is already running in this process")]
     AlreadyRunning,
+    /// The loaded libcupti lacks a function we need.
+    #[error("the loaded libcupti has no {0}; use libcupti 12.9 or 13.0")]
+    MissingSymbol(&'static str),
     /// A CUPTI call failed.
     #[error("{call} failed: CUPTI error {code} ({message})")]
     Cupti {
@@ -156,6 +159,20 @@ pub fn check_library() -> Result<(u32, Layouts), LiveError> {
         let v = ffi::cupti_api_version()?;
         Ok((v, Layouts::for_api_version(v)?))
     })
+}
+
+/// Connects NVTX to CUPTI: the body of an NVTX injection library's
+/// `InitializeInjectionNvtx2` (`v2`) or `InitializeInjectionNvtx`, as the
+/// CUPTI docs prescribe for a CUPTI-based tool ("NVTX", Usage guide). Loads
+/// libcupti the same way [`Collector::start`] does, so both use one copy.
+/// MARKER records only arrive while a collector runs.
+///
+/// # Safety
+/// `get_export_table` must be the pointer NVTX passed to that entry point.
+pub unsafe fn nvtx_initialize(v2: bool, get_export_table: *mut std::ffi::c_void) -> Result<(), LiveError> {
+    let p = get_export_table as usize;
+    // SAFETY: forwarded from the caller.
+    catch(move || unsafe { ffi::nvtx_initialize(v2, p as *mut std::ffi::c_void) })
 }
 
 fn catch<T>(f: impl FnOnce() -> Result<T, LiveError>) -> Result<T, LiveError> {
