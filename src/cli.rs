@@ -61,6 +61,12 @@ pub enum Command {
     /// build feature).
     #[command(after_help = crate::bench_cmd::EXAMPLES)]
     Bench(crate::bench_cmd::BenchArgs),
+
+    /// Run any CUDA program (after `--`) and record every one of its
+    /// processes through CUPTI: kernels, copies, syncs, API calls and NVTX
+    /// ranges, merged into one capture that the other subcommands read.
+    #[command(after_help = crate::record_cmd::EXAMPLES)]
+    Record(crate::record_cmd::RecordArgs),
 }
 
 /// `gapscope analyze`.

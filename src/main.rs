@@ -12,6 +12,7 @@ mod cli;
 mod diff_cmd;
 mod export;
 mod export_cmd;
+mod record_cmd;
 mod render;
 mod report;
 
@@ -43,6 +44,11 @@ fn main() -> ExitCode {
         cli::Command::Diff(args) => return diff_cmd::main(args),
         // 1 means "a model failed" here.
         cli::Command::Bench(args) => match bench_cmd::run(args) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
+        // The recorded program's status is record's own.
+        cli::Command::Record(args) => match record_cmd::run(args) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
         },
