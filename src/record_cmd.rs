@@ -832,8 +832,8 @@ impl Merged {
         let failed = found.error_pids().len() + found.started_without_capture().len() + self.unreadable;
         if failed > 0 {
             s.push_str(&format!(
-                " {failed} other process record{} failed (see above).",
-                plural(failed)
+                " {failed} other process{} could not be recorded (see above).",
+                if failed == 1 { "" } else { "es" }
             ));
         }
         s.push_str(&format!(
@@ -1106,7 +1106,10 @@ mod tests {
             summary.contains("CUPTI dropped 4 records. Some GPU work is missing"),
             "{summary}"
         );
-        assert!(summary.contains("2 other process records failed"), "{summary}");
+        assert!(
+            summary.contains("2 other processes could not be recorded (see above)"),
+            "{summary}"
+        );
 
         let analysis = gapscope_analyzers::analysis::analyze(&back, &Default::default());
         assert_eq!(analysis.devices.len(), 1);
