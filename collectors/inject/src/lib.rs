@@ -166,7 +166,10 @@ fn ensure_started() {
     match START.compare_exchange(NOT_STARTED, STARTING, Ordering::SeqCst, Ordering::SeqCst) {
         Ok(_) => {
             STARTER.store(me, Ordering::SeqCst);
-            if let Err(msg) = start() {
+            // Caught here too, so that a panic still leaves START at STARTED
+            // (later callers would otherwise wait for a start that ended).
+            let r = catch_unwind(start).unwrap_or_else(|_| Err("internal error while starting".into()));
+            if let Err(msg) = r {
                 let dir = std::env::var_os("GAPSCOPE_CAPTURE_DIR").map(PathBuf::from);
                 say(dir.as_deref(), &format!("not recording: {msg}"));
             }
