@@ -4,13 +4,14 @@
 //! unreadable file stops the run with one error line and no partial output
 //! (a JSON consumer never sees half an array).
 
-use crate::cli::{AnalyzeArgs, Format};
+use crate::cli::{parse_time_window, AnalyzeArgs, Format};
 use crate::render;
 use anyhow::{Context, Result};
 use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
+use gapscope_analyzers::window::{self, TimeRange, TimeWindowError, WindowOptions};
 use gapscope_collectors::capture;
-use gapscope_collectors::kineto::{self, ImportOptions, Imported, ReadLimits};
-use gapscope_collectors::trace::Trace;
+use gapscope_collectors::kineto::{self, ImportOptions, Imported, ReadLimits, TimeWindow};
+use gapscope_collectors::trace::{Ns, Trace};
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 
@@ -33,22 +34,50 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
     let import = ImportOptions {
         progress: !args.quiet && io::stderr().is_terminal(),
     };
+    // A bad window is reported before any trace is read.
+    let time = match &args.time_window {
+        Some(text) => Some((
+            text.as_str(),
+            parse_time_window(text).map_err(|e| anyhow::anyhow!("--time-window {text}: {e}"))?,
+        )),
+        None => None,
+    };
     let options = AnalyzeOptions {
         window: args.window_options(),
+        time_window: time.map(|(_, t)| t),
         ..AnalyzeOptions::default()
     };
     let mut results = Vec::new();
     if args.demo || args.traces.is_empty() {
         let trace = kineto::import_bytes(DEMO_TRACE, DEMO_NAME, &import)
             .context("the built-in demo trace did not import; this is a gapscope bug, please report it")?;
+        if let Some((text, t)) = time {
+            check_window(
+                DEMO_NAME,
+                &trace,
+                &options.window,
+                text,
+                t,
+                window::event_extent(&trace),
+            )?;
+        }
         results.push(analyse(DEMO_NAME, &trace, &options, args.quiet));
     }
     let limits = ReadLimits {
         max_events: args.max_events.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        time_window: time.map(|(_, t)| TimeWindow {
+            start: t.start_ns,
+            end: t.end_ns,
+        }),
     };
     for path in &args.traces {
         let imported = load_partial(path, &import, &limits)?;
         let name = path.display().to_string();
+        if let Some((text, t)) = time {
+            // The importer's extent covers the rows it left out too.
+            let extent = imported.extent.unwrap_or((0, 0));
+            check_window(&name, &imported.trace, &options.window, text, t, extent)?;
+        }
         if !args.quiet {
             warn_incomplete(&name, &imported);
             if limits.max_events.is_some() && imported.trace.meta.format == capture::FORMAT_NAME {
@@ -96,11 +125,15 @@ pub fn load_partial(path: &Path, import: &ImportOptions, limits: &ReadLimits) ->
         Input::Piped(b) => return kineto::import_bytes_partial(&b, &name, import, limits).map_err(line),
     };
     let events = trace.gpu.len() + trace.runtime.len() + trace.cpu_ops.len() + trace.markers.len();
+    // A time window is cut by the analysis: the extent is the whole trace's.
+    let extent = (events > 0).then(|| window::event_extent(&trace));
     Ok(Imported {
         trace,
         events,
         truncated: None,
         limited: false,
+        extent,
+        dropped: 0,
     })
 }
 
@@ -145,6 +178,56 @@ pub fn warn_incomplete(name: &str, imported: &Imported) {
 pub fn load_demo(import: &ImportOptions) -> Result<Trace> {
     kineto::import_bytes(DEMO_TRACE, DEMO_NAME, import)
         .context("the built-in demo trace did not import; this is a gapscope bug, please report it")
+}
+
+/// One error line when the time window `text` selects nothing of a trace
+/// whose events run over `extent` (ns since its first event).
+fn check_window(
+    name: &str,
+    trace: &Trace,
+    steps: &WindowOptions,
+    text: &str,
+    t: TimeRange,
+    extent: (Ns, Ns),
+) -> Result<()> {
+    match window::check_time_window(trace, steps, t, extent) {
+        Ok(()) => Ok(()),
+        Err(TimeWindowError::OutsideTrace { extent }) => Err(anyhow::anyhow!(
+            "{name}: the time window {text} is outside the trace, whose events run from {} to {} after its \
+             first event; choose a window within that range",
+            human_ns(extent.0),
+            human_ns(extent.1)
+        )),
+        Err(TimeWindowError::NoSteps) => Err(anyhow::anyhow!(
+            "{name}: --steps/--exclude-last-step select no step, so the time window {text} has nothing to \
+             cut; check the step numbers against the trace's ProfilerStep#N"
+        )),
+        Err(TimeWindowError::OutsideSteps { steps, span }) => Err(anyhow::anyhow!(
+            "{name}: the time window {text} and the selected steps ({}..{}, from {} to {}) do not overlap; \
+             widen the window or choose other steps",
+            steps.0,
+            steps.1,
+            human_ns(span.0),
+            human_ns(span.1)
+        )),
+    }
+}
+
+/// `1.234 s`, `12.5 ms`, `40 µs`, `7 ns`.
+fn human_ns(ns: Ns) -> String {
+    let a = ns.unsigned_abs() as f64;
+    let (v, unit) = if a >= 1e9 {
+        (ns as f64 / 1e9, "s")
+    } else if a >= 1e6 {
+        (ns as f64 / 1e6, "ms")
+    } else if a >= 1e3 {
+        (ns as f64 / 1e3, "µs")
+    } else {
+        return format!("{ns} ns");
+    };
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} {unit}")
 }
 
 fn one_line(s: &str) -> String {

@@ -13,7 +13,7 @@ use crate::idle::{by_cause_in, summarize, TopGap, TopIdleOperator};
 use crate::launch_stats::{launch_stats, LaunchOptions, LaunchStats};
 use crate::segments::{IdleAnalyzer, IdleSegment};
 use crate::temporal::{temporal, Temporal};
-use crate::window::{self, WindowOptions};
+use crate::window::{self, TimeRange, WindowOptions};
 use gapscope_collectors::trace::{Ns, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -28,6 +28,9 @@ pub struct AnalyzeOptions {
     pub window: WindowOptions,
     /// Launch-statistics cutoffs.
     pub launch: LaunchOptions,
+    /// Time window (`--time-window`), intersected with the step selection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_window: Option<TimeRange>,
 }
 
 /// The result of analysing one trace.
@@ -86,6 +89,9 @@ pub struct WindowInfo {
     pub steps_selected: Vec<u64>,
     /// The options that chose it.
     pub options: WindowOptions,
+    /// The time window asked for (`--time-window`), ns since the origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_window: Option<TimeRange>,
 }
 
 /// Everything about one device.
@@ -184,7 +190,7 @@ impl RowCounts {
 /// HTA-compatible temporal block, the launch statistics, the bounds and the
 /// detectors' findings.
 pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
-    let selected = window::select(trace, &opts.window);
+    let selected = window::select_in(trace, &opts.window, opts.time_window);
     let win = window::window(&selected);
     let timelines = timelines(&selected);
     let mut temporal = temporal(&selected).into_iter();
@@ -244,7 +250,7 @@ pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
     Analysis {
         schema_version: SCHEMA_VERSION,
         source: source_info(trace),
-        window: window_info(trace, &selected, &win, &opts.window),
+        window: window_info(trace, &selected, &win, opts),
         devices,
         steps,
         findings,
@@ -270,7 +276,7 @@ fn source_info(trace: &Trace) -> SourceInfo {
     }
 }
 
-fn window_info(trace: &Trace, selected: &Trace, win: &window::Window, opts: &WindowOptions) -> WindowInfo {
+fn window_info(trace: &Trace, selected: &Trace, win: &window::Window, opts: &AnalyzeOptions) -> WindowInfo {
     let basis = if !win.steps.is_empty() {
         "steps"
     } else if RowCounts::of(selected) == RowCounts::default() {
@@ -285,7 +291,8 @@ fn window_info(trace: &Trace, selected: &Trace, win: &window::Window, opts: &Win
         basis: basis.to_string(),
         steps_in_trace: window::steps(trace).len() as u64,
         steps_selected: win.steps.iter().map(|s| s.number).collect(),
-        options: *opts,
+        options: opts.window,
+        time_window: opts.time_window,
     }
 }
 

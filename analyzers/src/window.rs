@@ -1,5 +1,6 @@
-//! Which part of a trace is analysed: the profiled steps and the selection
-//! options `--steps A..B` and `--exclude-last-step`.
+//! Which part of a trace is analysed: the profiled steps, the selection
+//! options `--steps A..B` and `--exclude-last-step`, and the time window
+//! `--time-window START..END`.
 //!
 //! ```text
 //! cpu   [step 1.......][step 2.......]   [step 3.......]
@@ -10,10 +11,62 @@
 //!                          they launched: c=1..3, even if c=3 runs into
 //!                          step 3's time); window step 1 start .. step 2 end
 //! ```
+//!
+//! A time window selects by time alone ([`select_in`]): the steps options
+//! narrow it to their steps' span (first selected step's start to the last
+//! one's end; the two are intersected), and every row, CPU or GPU, that
+//! overlaps the result is kept with its times cut at the edges:
+//!
+//! ```text
+//! time window            |<------------------------>|
+//! cpu   [step 1.......][step 2.......]   [step 3.......]
+//! gpu      [k c=1]  [k c=2]       [k c=3]    [k c=4]
+//! kept            [1...][step 2.......]   [step|
+//!                   [k]  [k c=2]       [k c=3]  [k|
+//! ```
+//!
+//! Rows are judged by their own times, not by their launch, so the result is
+//! the same when the importer has already left out the rows outside the
+//! window (`kineto::ReadLimits::time_window`).
 
 use crate::intervals::Span;
 use gapscope_collectors::trace::{CpuOpKind, Ns, Trace, NONE};
 use serde::{Deserialize, Serialize};
+
+/// A time range in ns since the trace origin, `[start_ns, end_ns)`, either
+/// end open (`--time-window START..END`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeRange {
+    /// Start (`None`: the trace's start).
+    pub start_ns: Option<Ns>,
+    /// End (`None`: the trace's end).
+    pub end_ns: Option<Ns>,
+}
+
+impl TimeRange {
+    fn span(&self) -> Span {
+        (self.start_ns.unwrap_or(Ns::MIN), self.end_ns.unwrap_or(Ns::MAX))
+    }
+}
+
+/// Why a time window selects nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TimeWindowError {
+    /// The window and the trace's events do not meet.
+    OutsideTrace {
+        /// The trace's first start and last end, ns since the origin.
+        extent: Span,
+    },
+    /// The steps options select no step.
+    NoSteps,
+    /// The window and the selected steps' span do not meet.
+    OutsideSteps {
+        /// First and last selected step numbers.
+        steps: (u64, u64),
+        /// Their span, ns since the origin.
+        span: Span,
+    },
+}
 
 /// How to choose the analysed part of a trace.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,6 +197,103 @@ fn cpu_range(all: &[Step], opts: &WindowOptions) -> Option<Span> {
     (kept.len() < all.len()).then(|| (Ns::MIN, all[kept.len()].start))
 }
 
+/// The span a time window selects with the steps options: their
+/// intersection; `None` when empty.
+fn time_selection(all: &[Step], opts: &WindowOptions, time: TimeRange) -> Result<Span, TimeWindowError> {
+    let (mut lo, mut hi) = time.span();
+    if opts.steps.is_some() || (opts.exclude_last_step && all.len() >= 2) {
+        let kept = if opts.exclude_last_step && all.len() >= 2 {
+            &all[..all.len() - 1]
+        } else {
+            all
+        };
+        let chosen: Vec<&Step> = kept
+            .iter()
+            .filter(|s| opts.steps.is_none_or(|(a, b)| s.number >= a && s.number <= b))
+            .collect();
+        let (Some(first), Some(last)) = (chosen.first(), chosen.last()) else {
+            return Err(TimeWindowError::NoSteps);
+        };
+        let span = (
+            first.start,
+            chosen.iter().map(|s| s.end).max().unwrap_or(last.end),
+        );
+        if span.0 >= hi || span.1 <= lo {
+            return Err(TimeWindowError::OutsideSteps {
+                steps: (first.number, last.number),
+                span,
+            });
+        }
+        (lo, hi) = (lo.max(span.0), hi.min(span.1));
+    }
+    Ok((lo, hi))
+}
+
+/// Checks that a time window selects something from a trace whose events
+/// run over `extent` (ns since the origin: pass the extent of the whole
+/// trace when the importer left rows out), with the steps options.
+pub fn check_time_window(
+    trace: &Trace,
+    opts: &WindowOptions,
+    time: TimeRange,
+    extent: Span,
+) -> Result<(), TimeWindowError> {
+    let (lo, hi) = time.span();
+    // An empty trace (extent 0..0) is not the window's fault.
+    if extent.1 > extent.0 && (lo >= extent.1 || hi <= extent.0) {
+        return Err(TimeWindowError::OutsideTrace { extent });
+    }
+    time_selection(&steps(trace), opts, time).map(|_| ())
+}
+
+/// The part of `trace` that `opts` and the time window select. Without a
+/// time window this is [`select`]. With one, the selection is by time (see
+/// the module's docs); a window that selects nothing gives an empty trace
+/// ([`check_time_window`] says why).
+pub fn select_in(trace: &Trace, opts: &WindowOptions, time: Option<TimeRange>) -> Trace {
+    let Some(time) = time else {
+        return select(trace, opts);
+    };
+    match time_selection(&steps(trace), opts, time) {
+        Ok(span) => clip(trace, span),
+        Err(_) => clip(trace, (0, 0)),
+    }
+}
+
+/// Whether the row `[start, end)` overlaps `span`; an instant (zero
+/// length) when `span.0 <= start < span.1`. The importer's window uses the
+/// same rule (`kineto::overlaps`).
+fn overlaps(start: Ns, end: Ns, span: Span) -> bool {
+    start < span.1 && (end > span.0 || (start == end && start >= span.0))
+}
+
+/// The rows that overlap `span`, their times cut to it.
+fn clip(trace: &Trace, span: Span) -> Trace {
+    let keep = |start: &[Ns], end: &[Ns]| -> Vec<bool> {
+        start
+            .iter()
+            .zip(end)
+            .map(|(&s, &e)| overlaps(s, e, span))
+            .collect()
+    };
+    let keep_gpu = keep(&trace.gpu.start, &trace.gpu.end);
+    let keep_rt = keep(&trace.runtime.start, &trace.runtime.end);
+    let keep_op = keep(&trace.cpu_ops.start, &trace.cpu_ops.end);
+    let keep_mk = keep(&trace.markers.start, &trace.markers.end);
+    let mut out = retain(trace, &keep_gpu, &keep_rt, &keep_op, &keep_mk);
+    let cut = |start: &mut [Ns], end: &mut [Ns]| {
+        for (s, e) in start.iter_mut().zip(end.iter_mut()) {
+            *s = (*s).max(span.0);
+            *e = (*e).min(span.1);
+        }
+    };
+    cut(&mut out.gpu.start, &mut out.gpu.end);
+    cut(&mut out.runtime.start, &mut out.runtime.end);
+    cut(&mut out.cpu_ops.start, &mut out.cpu_ops.end);
+    cut(&mut out.markers.start, &mut out.markers.end);
+    out
+}
+
 /// The part of `trace` that `opts` selects, as a new trace with consistent
 /// links.
 ///
@@ -173,26 +323,34 @@ fn filter(trace: &Trace, range: Span) -> Trace {
         .iter()
         .map(|&r| r != NONE && keep_rt[r as usize])
         .collect();
-    let rt_map = new_index(&keep_rt);
-    let op_map = new_index(&keep_op);
+    retain(trace, &keep_gpu, &keep_rt, &keep_op, &keep_mk)
+}
+
+/// The rows of `trace` marked `keep_*`, with links remapped (a link to a
+/// row that goes becomes [`NONE`]) and CPU ranges nested again.
+fn retain(trace: &Trace, keep_gpu: &[bool], keep_rt: &[bool], keep_op: &[bool], keep_mk: &[bool]) -> Trace {
+    let rt_map = new_index(keep_rt);
+    let op_map = new_index(keep_op);
 
     let mut out = trace.clone_meta();
     out.gpu = trace.gpu.clone();
-    out.gpu.retain_rows(&keep_gpu);
+    out.gpu.retain_rows(keep_gpu);
     out.runtime = trace.runtime.clone();
-    out.runtime.retain_rows(&keep_rt);
+    out.runtime.retain_rows(keep_rt);
     out.cpu_ops = trace.cpu_ops.clone();
-    out.cpu_ops.retain_rows(&keep_op);
+    out.cpu_ops.retain_rows(keep_op);
     out.markers = trace.markers.clone();
-    out.markers.retain_rows(&keep_mk);
+    out.markers.retain_rows(keep_mk);
 
-    out.links.gpu_launch = retained(&trace.links.gpu_launch, &keep_gpu, &rt_map);
-    out.links.runtime_op = retained(&trace.links.runtime_op, &keep_rt, &op_map);
+    out.links.gpu_launch = retained(&trace.links.gpu_launch, keep_gpu, &rt_map);
+    out.links.runtime_op = retained(&trace.links.runtime_op, keep_rt, &op_map);
     out.links.runtime_gpu_count = vec![0; out.runtime.len()];
     for &r in &out.links.gpu_launch {
-        out.links.runtime_gpu_count[r as usize] += 1;
+        if r != NONE {
+            out.links.runtime_gpu_count[r as usize] += 1;
+        }
     }
-    renest(&mut out, &op_map, &trace.cpu_ops.parent, &keep_op);
+    renest(&mut out, &op_map, &trace.cpu_ops.parent, keep_op);
     out
 }
 

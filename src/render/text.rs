@@ -58,6 +58,15 @@ fn trace_section(out: &mut dyn Write, r: &Analysed) -> io::Result<()> {
 fn window_line(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
     let w = &a.window;
     let dur = ms(w.duration_ns);
+    if let Some(t) = &w.time_window {
+        let at = |v: Option<i64>, open: &str| v.map_or(open.to_string(), |n| format!("{} ms", ms(n)));
+        writeln!(
+            out,
+            "time window: {} to {} after the trace's first event (ops at its edges cut)",
+            at(t.start_ns, "its start"),
+            at(t.end_ns, "its end")
+        )?;
+    }
     match w.basis.as_str() {
         "steps" => {
             let sel = &w.steps_selected;

@@ -8,7 +8,7 @@
 
 use super::category::{classify, copy_info, memset_mem, Class};
 use super::number::micros_to_ns;
-use super::wire::{IdOrStr, RawArgs, RawEvent, RawText};
+use super::wire::{IdOrStr, IntoOwned, RawArgs, RawEvent, RawText};
 use crate::trace::*;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -52,6 +52,67 @@ impl Defects {
 /// A `(pid, tid)` key as stored in [`ThreadTable`].
 type ThreadKey = (i64, i64);
 
+/// Which rows a pass over the events keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Keep {
+    /// Every row.
+    #[default]
+    All,
+    /// None: the pass only finds the earliest row start (the origin a time
+    /// window is measured from) and checks the file.
+    Probe,
+    /// The rows a time window needs.
+    Window(WindowKeep),
+}
+
+/// A time window as the converter applies it: the rows that overlap
+/// `[origin + start, origin + end)` (ns) are kept, and every ProfilerStep
+/// (few, and needed to number and select steps). Rows are dropped by their
+/// own times, as they come: the file is not sorted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowKeep {
+    /// The trace's origin (its earliest row start), found by a
+    /// [`Keep::Probe`] pass. Without it only the end is applied, against
+    /// the earliest start seen so far: that is never before the origin, so
+    /// a row dropped then is past the end whatever comes later.
+    pub origin: Option<Ns>,
+    /// Window start, ns after the origin (`None`: open).
+    pub start: Option<Ns>,
+    /// Window end, ns after the origin (`None`: open).
+    pub end: Option<Ns>,
+}
+
+/// What a pass saw of the rows, kept or not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// Earliest start of any row (absolute ns).
+    pub earliest: Option<Ns>,
+    /// Latest end of any row (absolute ns).
+    pub latest: Option<Ns>,
+    /// Rows left out by a time window.
+    pub dropped: u64,
+}
+
+impl Seen {
+    fn row(&mut self, start: Ns, end: Ns) {
+        self.earliest = Some(self.earliest.map_or(start, |e| e.min(start)));
+        self.latest = Some(self.latest.map_or(end, |l| l.max(end)));
+    }
+
+    fn absorb(&mut self, other: Seen) {
+        if let Some(e) = other.earliest {
+            self.row(e, other.latest.unwrap_or(e));
+        }
+        self.dropped += other.dropped;
+    }
+}
+
+/// Whether the row `[start, end)` overlaps `[lo, hi)` (`None`: open). A
+/// zero-length row (an instant) overlaps when `lo <= start < hi`.
+pub fn overlaps(start: Ns, end: Ns, lo: Option<Ns>, hi: Option<Ns>) -> bool {
+    hi.is_none_or(|h| start < h) && lo.is_none_or(|l| end > l || (start == end && start >= l))
+}
+
 /// Fills one [`TraceBuilder`] from events.
 pub struct Converter<'a> {
     /// The rows so far.
@@ -65,11 +126,15 @@ pub struct Converter<'a> {
     threads: HashMap<ThreadKey, ThreadId>,
     /// The thread of the last CPU row, and its key.
     last_thread: Option<(ThreadKey, ThreadId)>,
+    /// Which rows to keep.
+    keep: Keep,
+    /// The rows seen, kept or not.
+    seen: Seen,
 }
 
 impl<'a> Converter<'a> {
-    /// An empty converter.
-    pub fn new() -> Self {
+    /// An empty converter that keeps the rows `keep` says.
+    pub fn with_keep(keep: Keep) -> Self {
         Converter {
             builder: TraceBuilder::new(),
             defects: Defects::default(),
@@ -77,6 +142,69 @@ impl<'a> Converter<'a> {
             thread_names: Vec::new(),
             threads: HashMap::new(),
             last_thread: None,
+            keep,
+            seen: Seen::default(),
+        }
+    }
+
+    /// This converter with nothing borrowed from the input, so a streamed
+    /// read can reuse its buffer: the rows are owned already; the `B`/`E`
+    /// halves and thread names waiting for the end are copied.
+    pub fn detach(self) -> Converter<'static> {
+        Converter {
+            builder: self.builder,
+            defects: self.defects,
+            halves: self
+                .halves
+                .into_iter()
+                .map(|(i, ev)| (i, ev.into_owned()))
+                .collect(),
+            thread_names: self
+                .thread_names
+                .into_iter()
+                .map(|(k, n)| (k, Cow::Owned(n.into_owned())))
+                .collect(),
+            threads: self.threads,
+            last_thread: self.last_thread,
+            keep: self.keep,
+            seen: self.seen,
+        }
+    }
+
+    /// A probe only notes where rows are: `true` when this one is done with.
+    /// Otherwise the row is made in full, kept or not, so strings and
+    /// threads are interned in the same order with or without a window
+    /// (ties in the analysis's rankings fall the same way), and
+    /// [`keeps`](Self::keeps) decides at the end.
+    fn probe(&mut self, start: Ns, end: Ns) -> bool {
+        if self.keep == Keep::Probe {
+            self.seen.row(start, end);
+            return true;
+        }
+        false
+    }
+
+    /// Whether to keep a row `[start, end)` (absolute ns); every row passes
+    /// here, kept or not, so the origin is the same with or without a window.
+    fn keeps(&mut self, start: Ns, end: Ns, step: bool) -> bool {
+        self.seen.row(start, end);
+        match self.keep {
+            Keep::All => true,
+            Keep::Probe => false,
+            Keep::Window(_) if step => true,
+            Keep::Window(w) => {
+                let origin = w.origin.or(self.seen.earliest).unwrap_or(start);
+                let lo = w
+                    .start
+                    .filter(|_| w.origin.is_some())
+                    .map(|s| origin.saturating_add(s));
+                let hi = w.end.map(|e| origin.saturating_add(e));
+                let keep = overlaps(start, end, lo, hi);
+                if !keep {
+                    self.seen.dropped += 1;
+                }
+                keep
+            }
         }
     }
 
@@ -109,7 +237,7 @@ impl<'a> Converter<'a> {
     /// Start and end of a complete event, or `None` (noted) when unusable.
     fn times(&mut self, index: usize, ev: &RawEvent<'a>) -> Option<(Ns, Ns)> {
         let start = self.ts(index, ev)?;
-        let dur = match ev.dur.map(|d| micros_to_ns(d.get().as_bytes())) {
+        let dur = match ev.dur.as_ref().map(|d| micros_to_ns(d.get().as_bytes())) {
             Some(Some(d)) => d,
             Some(None) => return self.skip(index, "bad_duration", ev),
             None => return self.skip(index, "missing_duration", ev),
@@ -124,7 +252,7 @@ impl<'a> Converter<'a> {
     }
 
     fn ts(&mut self, index: usize, ev: &RawEvent<'a>) -> Option<Ns> {
-        match ev.ts.map(|t| micros_to_ns(t.get().as_bytes())) {
+        match ev.ts.as_ref().map(|t| micros_to_ns(t.get().as_bytes())) {
             Some(Some(t)) => Some(t),
             Some(None) => self.skip(index, "bad_timestamp", ev),
             None => self.skip(index, "missing_timestamp", ev),
@@ -145,11 +273,16 @@ impl<'a> Converter<'a> {
             Class::Runtime(api) => self.runtime(ev, api, start, end),
             Class::Gpu(kind) => self.gpu(index, ev, kind, start, end),
             Class::GpuMarker(kind) => {
+                if self.probe(start, end) {
+                    return;
+                }
                 let (device, stream) = gpu_place(ev, args);
                 let mut m = Marker::new(kind, start, end, self.builder.intern(name));
                 m.device = device.unwrap_or(u32::MAX);
                 m.stream = stream;
-                self.builder.push_marker(m);
+                if self.keeps(start, end, false) {
+                    self.builder.push_marker(m);
+                }
             }
             Class::Unknown => {
                 self.defect(index, "unknown_category", || describe(ev));
@@ -159,6 +292,9 @@ impl<'a> Converter<'a> {
     }
 
     fn cpu_op(&mut self, ev: &RawEvent<'a>, kind: CpuOpKind, start: Ns, end: Ns) {
+        if self.probe(start, end) {
+            return;
+        }
         let thread = self.cpu_thread(&ev.pid, &ev.tid);
         let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
         let mut op = CpuOp::new(thread, start, end, name, kind);
@@ -171,19 +307,27 @@ impl<'a> Converter<'a> {
             op.sequence = a.sequence.unwrap_or(-1);
             op.shapes = a
                 .input_dims
+                .as_ref()
                 .map_or(Strings::EMPTY, |d| self.builder.intern(d.get()));
         }
-        self.builder.push_cpu_op(op);
+        if self.keeps(start, end, kind == CpuOpKind::ProfilerStep) {
+            self.builder.push_cpu_op(op);
+        }
     }
 
     fn runtime(&mut self, ev: &RawEvent<'a>, api: ApiKind, start: Ns, end: Ns) {
+        if self.probe(start, end) {
+            return;
+        }
         let thread = self.cpu_thread(&ev.pid, &ev.tid);
         let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
         let args = ev.args.as_ref();
         let mut call = RuntimeCall::new(thread, start, end, name, id(args.and_then(|a| a.correlation)));
         call.api = api;
         call.external_id = id(args.and_then(|a| a.external_id));
-        self.builder.push_runtime(call);
+        if self.keeps(start, end, false) {
+            self.builder.push_runtime(call);
+        }
     }
 
     fn gpu(&mut self, index: usize, ev: &RawEvent<'a>, kind: GpuKind, start: Ns, end: Ns) {
@@ -191,6 +335,9 @@ impl<'a> Converter<'a> {
         let (Some(device), stream) = gpu_place(ev, args) else {
             return self.defect(index, "gpu_event_without_device", || describe(ev));
         };
+        if self.probe(start, end) {
+            return;
+        }
         let name_text = ev.name.as_deref().unwrap_or("");
         let name = self.builder.intern(name_text);
         let mut row = GpuActivity::new(kind, device, stream, start, end, name, 0);
@@ -205,18 +352,25 @@ impl<'a> Converter<'a> {
             GpuKind::Memset => row.src_mem = memset_mem(name_text),
             GpuKind::Kernel | GpuKind::Sync => {}
         }
-        self.builder.push_gpu(row);
+        if self.keeps(start, end, false) {
+            self.builder.push_gpu(row);
+        }
     }
 
     fn instant(&mut self, index: usize, ev: &RawEvent<'a>) {
         let Some(t) = self.ts(index, ev) else { return };
+        if self.probe(t, t) {
+            return;
+        }
         let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
         let mut m = Marker::new(MarkerKind::Instant, t, t, name);
         // Global (`g`) and process (`p`) instants belong to no thread.
         if !matches!(ev.scope.as_deref(), Some("g" | "p")) {
             m.thread = self.cpu_thread(&ev.pid, &ev.tid);
         }
-        self.builder.push_marker(m);
+        if self.keeps(t, t, false) {
+            self.builder.push_marker(m);
+        }
     }
 
     fn counter(&mut self, index: usize, ev: &RawEvent<'a>) {
@@ -224,10 +378,15 @@ impl<'a> Converter<'a> {
         let Some(value) = ev.args.as_ref().and_then(|a| a.first_number) else {
             return self.defect(index, "counter_without_value", || describe(ev));
         };
+        if self.probe(t, t) {
+            return;
+        }
         let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
         let mut m = Marker::new(MarkerKind::Counter, t, t, name);
         m.value = value;
-        self.builder.push_marker(m);
+        if self.keeps(t, t, false) {
+            self.builder.push_marker(m);
+        }
     }
 
     fn metadata(&mut self, ev: &RawEvent<'a>) {
@@ -279,11 +438,20 @@ impl<'a> Converter<'a> {
         self.halves
             .extend(other.halves.into_iter().map(|(i, ev)| (i + base, ev)));
         self.thread_names.extend(other.thread_names);
+        self.seen.absorb(other.seen);
     }
 
     /// Finishes what needs every chunk: `B`/`E` matching, thread names, and
     /// this converter's own defects (it is chunk 0, numbered from 0).
-    pub fn into_builder(mut self) -> TraceBuilder {
+    #[cfg(test)]
+    pub fn into_builder(self) -> TraceBuilder {
+        self.into_parts().0
+    }
+
+    /// [`into_builder`](Self::into_builder), and what was seen of the rows.
+    /// When rows were left out, the builder's origin is fixed to the
+    /// earliest row seen, so times are the same as in a whole read.
+    pub fn into_parts(mut self) -> (TraceBuilder, Seen) {
         std::mem::take(&mut self.defects).merge_into(&mut self.builder.diagnostics, 0);
         self.match_begin_end();
         let defects = std::mem::take(&mut self.defects);
@@ -293,7 +461,12 @@ impl<'a> Converter<'a> {
                 self.builder.set_thread_name(t, &name);
             }
         }
-        self.builder
+        if self.keep != Keep::All {
+            if let Some(origin) = self.seen.earliest {
+                self.builder.set_origin(origin);
+            }
+        }
+        (self.builder, self.seen)
     }
 
     /// Pairs `B` and `E` events per thread, as a stack (Trace Event Format:
@@ -377,13 +550,13 @@ fn label_id(s: &str) -> i64 {
 pub fn describe(ev: &RawEvent<'_>) -> String {
     let name = ev.name.as_deref().unwrap_or("");
     let name: String = name.chars().take(80).collect();
-    let raw = |v: Option<RawText<'_>>| v.map_or("-".to_string(), |v| v.get().chars().take(40).collect());
+    let raw = |v: Option<&RawText<'_>>| v.map_or("-".to_string(), |v| v.get().chars().take(40).collect());
     format!(
         "ph={} cat={} name={:?} ts={} dur={}",
         ev.ph.as_deref().unwrap_or("-"),
         ev.cat.as_deref().unwrap_or("-"),
         name,
-        raw(ev.ts),
-        raw(ev.dur)
+        raw(ev.ts.as_ref()),
+        raw(ev.dur.as_ref())
     )
 }

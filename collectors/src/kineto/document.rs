@@ -7,17 +7,16 @@
 //! read past on purpose: `ts`/`dur` are always µs, and the origin stays in
 //! the source's own clock (traces/README.md).
 
-use super::convert::Converter;
+use super::convert::{Converter, Seen};
 use super::error::KinetoError;
-use super::events::{parse_events, ArrayEnd, EventsError, Parsed};
+use super::events::{parse_events, ArrayEnd, EventsError, Parsed, Pass};
 use super::scan::{read_member_key, skip_value, skip_ws, ScanError, MAX_DEPTH};
 use super::wire::{RawDevice, RawDistributedInfo};
 use crate::trace::{Device, TraceBuilder};
-use indicatif::ProgressBar;
 
 /// What the header keys said.
 #[derive(Default)]
-struct Header {
+pub(super) struct Header {
     devices: Vec<RawDevice>,
     distributed: Option<RawDistributedInfo>,
     bad_keys: Vec<&'static str>,
@@ -35,6 +34,8 @@ pub struct Reach {
     pub limited: bool,
     /// Just after the top-level value, when it was read to its end.
     pub end: usize,
+    /// The rows seen, kept or not.
+    pub seen: Seen,
 }
 
 /// Parses a whole (decompressed) trace into a builder, not yet finished.
@@ -44,16 +45,15 @@ pub fn read_document(
     buf: &[u8],
     file: &str,
     threads: usize,
-    limit: Option<usize>,
-    progress: Option<&ProgressBar>,
+    pass: &Pass<'_>,
 ) -> Result<(TraceBuilder, Reach), KinetoError> {
     let p = skip_ws(buf, skip_bom(buf));
     let err = Errors { file, len: buf.len() };
     let (conv, header, reach) = match buf.get(p) {
         None => return Err(KinetoError::Empty { file: file.into() }),
-        Some(b'{') => read_object(buf, p + 1, threads, limit, progress, &err)?,
+        Some(b'{') => read_object(buf, p + 1, threads, pass, &err)?,
         Some(b'[') => {
-            let parsed = parse_events(buf, p + 1, threads, limit, progress).map_err(|e| err.events(e))?;
+            let parsed = parse_events(buf, p + 1, threads, pass).map_err(|e| err.events(e))?;
             let reach = reach_of(&parsed);
             (parsed.conv, Header::default(), reach)
         }
@@ -70,24 +70,25 @@ pub fn read_document(
             )));
         }
     }
-    let mut builder = conv.into_builder();
+    let (mut builder, seen) = conv.into_parts();
     apply_header(&mut builder, header);
-    Ok((builder, reach))
+    Ok((builder, Reach { seen, ..reach }))
 }
 
 fn reach_of(parsed: &Parsed<'_>) -> Reach {
     Reach {
         events: parsed.events,
-        cut: (parsed.end == ArrayEnd::Truncated).then_some(true),
+        cut: matches!(parsed.end, ArrayEnd::Truncated { .. }).then_some(true),
         limited: parsed.end == ArrayEnd::Limit,
         end: match parsed.end {
             ArrayEnd::Closed(p) => p,
             _ => 0,
         },
+        seen: Seen::default(),
     }
 }
 
-fn skip_bom(buf: &[u8]) -> usize {
+pub(super) fn skip_bom(buf: &[u8]) -> usize {
     if buf.starts_with(&[0xEF, 0xBB, 0xBF]) {
         3
     } else {
@@ -100,8 +101,7 @@ fn read_object<'a>(
     buf: &'a [u8],
     mut p: usize,
     threads: usize,
-    limit: Option<usize>,
-    progress: Option<&ProgressBar>,
+    pass: &Pass<'_>,
     err: &Errors<'_>,
 ) -> Result<(Converter<'a>, Header, Reach), KinetoError> {
     let mut header = Header::default();
@@ -133,8 +133,7 @@ fn read_object<'a>(
             if buf[m.value_start] != b'[' {
                 return Err(err.not_a_trace("\"traceEvents\" is not an array"));
             }
-            let parsed =
-                parse_events(buf, m.value_start + 1, threads, limit, progress).map_err(|e| err.events(e))?;
+            let parsed = parse_events(buf, m.value_start + 1, threads, pass).map_err(|e| err.events(e))?;
             let reach = reach_of(&parsed);
             let ArrayEnd::Closed(end) = parsed.end else {
                 return Ok((parsed.conv, header, reach));
@@ -165,7 +164,7 @@ fn read_object<'a>(
 
 impl Header {
     /// Reads one header member; a malformed value is noted, not fatal.
-    fn read(&mut self, key: &[u8], value: &[u8]) {
+    pub(super) fn read(&mut self, key: &[u8], value: &[u8]) {
         match key {
             b"deviceProperties" | b"computeProperties" => match serde_json::from_slice(value) {
                 Ok(devices) => self.devices = devices,
@@ -180,7 +179,7 @@ impl Header {
     }
 }
 
-fn apply_header(b: &mut TraceBuilder, h: Header) {
+pub(super) fn apply_header(b: &mut TraceBuilder, h: Header) {
     for d in h.devices {
         let Some(id) = d.id.0.and_then(|i| u32::try_from(i).ok()) else {
             b.diagnostics.note("device_without_id", || {
@@ -213,34 +212,36 @@ fn apply_header(b: &mut TraceBuilder, h: Header) {
 }
 
 /// Builds file-level errors for one file.
-struct Errors<'f> {
-    file: &'f str,
-    len: usize,
+pub(super) struct Errors<'f> {
+    /// The file as the user named it.
+    pub file: &'f str,
+    /// Where its data ends (a cut's offset).
+    pub len: usize,
 }
 
 impl Errors<'_> {
-    fn not_json(&self, reason: String) -> KinetoError {
+    pub(super) fn not_json(&self, reason: String) -> KinetoError {
         KinetoError::NotJson {
             file: self.file.into(),
             reason,
         }
     }
 
-    fn not_a_trace(&self, reason: &str) -> KinetoError {
+    pub(super) fn not_a_trace(&self, reason: &str) -> KinetoError {
         KinetoError::NotATrace {
             file: self.file.into(),
             reason: reason.into(),
         }
     }
 
-    fn truncated(&self) -> KinetoError {
+    pub(super) fn truncated(&self) -> KinetoError {
         KinetoError::Truncated {
             file: self.file.into(),
             offset: self.len,
         }
     }
 
-    fn too_deep(&self, offset: usize) -> KinetoError {
+    pub(super) fn too_deep(&self, offset: usize) -> KinetoError {
         KinetoError::TooDeep {
             file: self.file.into(),
             offset,
@@ -248,7 +249,7 @@ impl Errors<'_> {
         }
     }
 
-    fn scan(&self, e: ScanError, buf: &[u8]) -> KinetoError {
+    pub(super) fn scan(&self, e: ScanError, buf: &[u8]) -> KinetoError {
         match e {
             ScanError::Eof => self.truncated(),
             ScanError::TooDeep(o) => self.too_deep(o),
@@ -259,7 +260,7 @@ impl Errors<'_> {
         }
     }
 
-    fn events(&self, e: EventsError) -> KinetoError {
+    pub(super) fn events(&self, e: EventsError) -> KinetoError {
         match e {
             EventsError::Eof => self.truncated(),
             EventsError::TooDeep(o) => self.too_deep(o),

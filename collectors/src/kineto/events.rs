@@ -14,7 +14,7 @@
 //! discarded and the range re-parsed from the true boundary (rare: it needs
 //! `, {"` inside a string at the cut).
 
-use super::convert::Converter;
+use super::convert::{Converter, Keep};
 use super::fast;
 use super::scan::{guess_event_start, skip_value, skip_ws, ScanError};
 use super::wire::RawEvent;
@@ -26,6 +26,24 @@ const MIN_PARALLEL_BYTES: usize = 4 << 20;
 
 /// Progress is reported every this many bytes.
 const PROGRESS_STEP: usize = 8 << 20;
+
+/// Read bytes are handed to [`Pass::release`] every this many bytes.
+const RELEASE_STEP: usize = 32 << 20;
+
+/// How one pass over the events reads them.
+#[derive(Clone, Copy, Default)]
+pub struct Pass<'p> {
+    /// Stop after this many events (then on one thread, in order).
+    pub limit: Option<usize>,
+    /// Which rows to keep.
+    pub keep: Keep,
+    /// Advanced by the bytes read.
+    pub progress: Option<&'p ProgressBar>,
+    /// Told, as the parse moves on, about byte ranges `[from, to)` of the
+    /// buffer it has read past, so a mapped file's pages can be given back
+    /// (what is still borrowed from there is read again from the file).
+    pub release: Option<&'p (dyn Fn(usize, usize) + Sync)>,
+}
 
 /// Why the events could not be parsed; offsets are into the whole buffer.
 #[derive(Debug, PartialEq)]
@@ -53,6 +71,8 @@ enum End {
     Closed(usize),
     /// The event limit was reached before the array's end.
     Limit,
+    /// The data ends inside the array, see [`ArrayEnd::Truncated`].
+    Cut { resume: usize, separator: bool },
 }
 
 /// One parsed chunk: its rows, how many events it read, where it ended.
@@ -69,8 +89,15 @@ pub enum ArrayEnd {
     /// At its closing `]`; the position just after it.
     Closed(usize),
     /// The data ends inside the array (a cut file): every complete event
-    /// before the cut was read, the one cut off was dropped.
-    Truncated,
+    /// before the cut was read, the one cut off was dropped. A streamed
+    /// read goes on at `resume` once it has more data: at an event (or the
+    /// closing `]`), or at the `,` after one when `separator`.
+    Truncated {
+        /// Where the unread data starts.
+        resume: usize,
+        /// `resume` is just after a whole event.
+        separator: bool,
+    },
     /// The caller's event limit was reached; the rest was not read.
     Limit,
 }
@@ -85,33 +112,24 @@ pub struct Parsed<'a> {
     pub end: ArrayEnd,
 }
 
-/// Parses the array whose contents start at `body` (just after `[`),
-/// stopping after `limit` events when given (then on one thread, in order).
-/// A file cut inside the array is not an error: what was read is returned
-/// with [`ArrayEnd::Truncated`].
+/// Parses the array whose contents start at `body` (just after `[`), as
+/// `pass` says. A file cut inside the array is not an error: what was read
+/// is returned with [`ArrayEnd::Truncated`].
 pub fn parse_events<'a>(
     buf: &'a [u8],
     body: usize,
     threads: usize,
-    limit: Option<usize>,
-    progress: Option<&ProgressBar>,
+    pass: &Pass<'_>,
 ) -> Result<Parsed<'a>, EventsError> {
-    let threads = if limit.is_some() { 1 } else { threads };
+    let threads = if pass.limit.is_some() { 1 } else { threads };
     let starts = chunk_starts(buf, body, threads);
-    let mut parsed = parse_all(buf, &starts, limit, progress);
+    let mut parsed = parse_all(buf, &starts, pass);
     let mut main: Option<Converter<'a>> = None;
     let mut base = 0;
     let mut pos = body;
     loop {
-        let chunk = take_chunk_at(&mut parsed, pos).unwrap_or_else(|| {
-            parse_chunk(
-                buf,
-                pos,
-                starts.iter().copied().find(|&s| s > pos),
-                limit,
-                progress,
-            )
-        });
+        let chunk = take_chunk_at(&mut parsed, pos)
+            .unwrap_or_else(|| parse_chunk(buf, pos, starts.iter().copied().find(|&s| s > pos), pass));
         let kind = match chunk.end {
             Ok(End::Boundary(p)) => {
                 absorb(&mut main, chunk.conv, base);
@@ -121,12 +139,12 @@ pub fn parse_events<'a>(
             }
             Ok(End::Closed(p)) => ArrayEnd::Closed(p),
             Ok(End::Limit) => ArrayEnd::Limit,
-            Err(EventsError::Eof) => ArrayEnd::Truncated,
+            Ok(End::Cut { resume, separator }) => ArrayEnd::Truncated { resume, separator },
             Err(e) => return Err(with_base(e, base)),
         };
         absorb(&mut main, chunk.conv, base);
         return Ok(Parsed {
-            conv: main.unwrap_or_else(Converter::new),
+            conv: main.unwrap_or_else(|| Converter::with_keep(pass.keep)),
             events: base + chunk.events,
             end: kind,
         });
@@ -161,20 +179,15 @@ fn chunk_starts(buf: &[u8], body: usize, threads: usize) -> Vec<usize> {
 }
 
 /// Parses every chunk, the first on this thread and the rest on their own.
-fn parse_all<'a>(
-    buf: &'a [u8],
-    starts: &[usize],
-    limit: Option<usize>,
-    progress: Option<&ProgressBar>,
-) -> Vec<Option<Chunk<'a>>> {
+fn parse_all<'a>(buf: &'a [u8], starts: &[usize], pass: &Pass<'_>) -> Vec<Option<Chunk<'a>>> {
     std::thread::scope(|s| {
         let handles: Vec<_> = (1..starts.len())
             .map(|k| {
                 let (start, stop) = (starts[k], starts.get(k + 1).copied());
-                s.spawn(move || parse_chunk(buf, start, stop, limit, progress))
+                s.spawn(move || parse_chunk(buf, start, stop, pass))
             })
             .collect();
-        let first = parse_chunk(buf, starts[0], starts.get(1).copied(), limit, progress);
+        let first = parse_chunk(buf, starts[0], starts.get(1).copied(), pass);
         let rest = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
@@ -206,45 +219,60 @@ fn with_base(e: EventsError, base: usize) -> EventsError {
 }
 
 /// Parses events from `start` until the first event boundary at or past
-/// `stop` (or the array's end when `stop` is `None`), or `limit` events.
-fn parse_chunk<'a>(
-    buf: &'a [u8],
-    start: usize,
-    stop: Option<usize>,
-    limit: Option<usize>,
-    progress: Option<&ProgressBar>,
-) -> Chunk<'a> {
-    let mut conv = Converter::new();
+/// `stop` (or the array's end when `stop` is `None`), or `pass.limit` events.
+fn parse_chunk<'a>(buf: &'a [u8], start: usize, stop: Option<usize>, pass: &Pass<'_>) -> Chunk<'a> {
+    let mut conv = Converter::with_keep(pass.keep);
     let mut p = start;
     let mut events = 0;
     let mut reported = start;
+    let mut released = start;
     let end = loop {
         p = skip_ws(buf, p);
         if stop.is_some_and(|s| p >= s) {
             break Ok(End::Boundary(p));
         }
-        if let Some(pb) = progress.filter(|_| p - reported >= PROGRESS_STEP) {
+        if let Some(pb) = pass.progress.filter(|_| p - reported >= PROGRESS_STEP) {
             pb.inc((p - reported) as u64);
             reported = p;
         }
+        if let Some(release) = pass.release.filter(|_| p - released >= RELEASE_STEP) {
+            release(released, p);
+            released = p;
+        }
         match buf.get(p) {
-            None => break Err(EventsError::Eof),
+            None => {
+                break Ok(End::Cut {
+                    resume: p,
+                    separator: false,
+                })
+            }
             // An empty array, or a trailing comma: lenient like browsers.
             Some(b']') => break Ok(End::Closed(p + 1)),
             Some(_) => {}
         }
-        if limit.is_some_and(|l| events >= l) {
+        if pass.limit.is_some_and(|l| events >= l) {
             break Ok(End::Limit);
         }
         match parse_one(buf, p, events, &mut conv) {
             Ok(e) => p = skip_ws(buf, e),
+            Err(EventsError::Eof) => {
+                break Ok(End::Cut {
+                    resume: p,
+                    separator: false,
+                })
+            }
             Err(e) => break Err(e),
         }
         events += 1;
         match buf.get(p) {
             Some(b',') => p += 1,
             Some(b']') => break Ok(End::Closed(p + 1)),
-            None => break Err(EventsError::Eof),
+            None => {
+                break Ok(End::Cut {
+                    resume: p,
+                    separator: true,
+                })
+            }
             Some(&b) => {
                 break Err(syntax(
                     p,
@@ -254,7 +282,7 @@ fn parse_chunk<'a>(
             }
         }
     };
-    if let Some(pb) = progress {
+    if let Some(pb) = pass.progress {
         pb.inc(p.saturating_sub(reported) as u64);
     }
     Chunk {
@@ -283,18 +311,27 @@ fn parse_one<'a>(
     match stream.next() {
         Some(Ok(ev)) => {
             let end = p + stream.byte_offset();
+            if open_ended(buf, end) {
+                return Err(EventsError::Eof);
+            }
             conv.event(index, ev);
             Ok(end)
         }
         None => Err(EventsError::Eof),
         Some(Err(e)) => match e.classify() {
             Category::Data => {
-                conv.defect(index, "wrong_type", || e.to_string());
-                skip_value(buf, p).map_err(|s| match s {
+                // Noted only once the event is known to be whole: a cut
+                // event is read again when a stream has more data.
+                let end = skip_value(buf, p).map_err(|s| match s {
                     ScanError::Eof => EventsError::Eof,
                     ScanError::TooDeep(o) => EventsError::TooDeep(o),
                     ScanError::Unexpected(o) => syntax(o, index, "unexpected character".into()),
-                })
+                })?;
+                if open_ended(buf, end) {
+                    return Err(EventsError::Eof);
+                }
+                conv.defect(index, "wrong_type", || e.to_string());
+                Ok(end)
             }
             Category::Eof => Err(EventsError::Eof),
             Category::Syntax | Category::Io => {
@@ -314,6 +351,13 @@ fn parse_one<'a>(
             }
         },
     }
+}
+
+/// Whether a value that ends at `end` may go on past the data: a number or
+/// a literal that runs to the last byte (`12` may be the start of `123`).
+/// Objects, arrays and strings end with their own closing byte.
+pub fn open_ended(buf: &[u8], end: usize) -> bool {
+    end == buf.len() && end > 0 && !matches!(buf[end - 1], b'}' | b']' | b'"')
 }
 
 /// Whether a syntax error at `offset` in the event at `p` is the file
@@ -379,6 +423,13 @@ mod tests {
         format!("[{}]", evs.join(", "))
     }
 
+    fn limit(n: usize) -> Pass<'static> {
+        Pass {
+            limit: Some(n),
+            ..Pass::default()
+        }
+    }
+
     fn names_of(conv: Converter<'_>) -> Vec<String> {
         let tr = conv.into_builder().finish();
         (0..tr.cpu_ops.len())
@@ -391,9 +442,9 @@ mod tests {
         // Names full of `}, {"` and escaped quotes, so many guesses are fooled.
         let json = events_json(40_000, |i| format!("op{i}\"}}, {{\"ph\": [{{ \\\"x"));
         let buf = json.as_bytes();
-        let one = parse_events(buf, 1, 1, None, None).unwrap();
+        let one = parse_events(buf, 1, 1, &Pass::default()).unwrap();
         assert_eq!(one.end, ArrayEnd::Closed(buf.len()));
-        let many = parse_events(buf, 1, 7, None, None).unwrap();
+        let many = parse_events(buf, 1, 7, &Pass::default()).unwrap();
         assert_eq!(many.end, ArrayEnd::Closed(buf.len()));
         assert_eq!(many.events, 40_000);
         assert!(chunk_starts(buf, 1, 7).len() > 1);
@@ -408,7 +459,7 @@ mod tests {
         let fake = format!(", {{\"{}", "y".repeat(300));
         let json = events_json(20_000, |i| format!("{i}{fake}"));
         let buf = json.as_bytes();
-        let parsed = parse_events(buf, 1, 5, None, None).unwrap();
+        let parsed = parse_events(buf, 1, 5, &Pass::default()).unwrap();
         assert_eq!(parsed.end, ArrayEnd::Closed(buf.len()));
         let names = names_of(parsed.conv);
         assert_eq!(names.len(), 20_000);
@@ -419,25 +470,43 @@ mod tests {
     fn reports_truncation_and_syntax_errors_with_event_index() {
         let json = events_json(5, |i| format!("n{i}"));
         let cut = &json.as_bytes()[..json.len() - 30];
-        let partial = parse_events(cut, 1, 1, None, None).unwrap();
-        assert_eq!((partial.end, partial.events), (ArrayEnd::Truncated, 4));
+        let partial = parse_events(cut, 1, 1, &Pass::default()).unwrap();
+        assert_eq!(
+            (partial.end, partial.events),
+            (
+                ArrayEnd::Truncated {
+                    resume: cut.iter().rposition(|&b| b == b'{').unwrap(),
+                    separator: false
+                },
+                4
+            )
+        );
         assert_eq!(names_of(partial.conv).len(), 4);
         // Cut inside a multi-byte character: still a cut, not damage.
         let utf8 = events_json(3, |i| format!("n{i}é"));
         let at = utf8.rfind('é').unwrap() + 1;
-        let partial = parse_events(&utf8.as_bytes()[..at], 1, 1, None, None).unwrap();
-        assert_eq!((partial.end, partial.events), (ArrayEnd::Truncated, 2));
+        let partial = parse_events(&utf8.as_bytes()[..at], 1, 1, &Pass::default()).unwrap();
+        assert_eq!(
+            (partial.end, partial.events),
+            (
+                ArrayEnd::Truncated {
+                    resume: utf8.rfind('{').unwrap(),
+                    separator: false
+                },
+                2
+            )
+        );
         // A limit stops reading, on as many threads as asked.
-        let limited = parse_events(json.as_bytes(), 1, 4, Some(2), None).unwrap();
+        let limited = parse_events(json.as_bytes(), 1, 4, &limit(2)).unwrap();
         assert_eq!((limited.end, limited.events), (ArrayEnd::Limit, 2));
-        let all = parse_events(json.as_bytes(), 1, 4, Some(5), None).unwrap();
+        let all = parse_events(json.as_bytes(), 1, 4, &limit(5)).unwrap();
         assert_eq!((all.end, all.events), (ArrayEnd::Closed(json.len()), 5));
         let bad = json.replacen(
             r#""pid": 1, "tid": 1, "ts": 30"#,
             r#""pid": 1 "tid": 1, "ts": 30"#,
             1,
         );
-        match parse_events(bad.as_bytes(), 1, 1, None, None) {
+        match parse_events(bad.as_bytes(), 1, 1, &Pass::default()) {
             Err(EventsError::Syntax { event, offset, .. }) => {
                 assert_eq!(event, 3);
                 assert_eq!(&bad.as_bytes()[offset..offset + 5], b"\"tid\"");
@@ -445,13 +514,13 @@ mod tests {
             Err(other) => panic!("{other:?}"),
             Ok(_) => panic!("a syntax error was accepted"),
         }
-        assert!(parse_events(b"[]", 1, 1, None, None).is_ok());
+        assert!(parse_events(b"[]", 1, 1, &Pass::default()).is_ok());
     }
 
     #[test]
     fn wrong_types_skip_the_event_only() {
         let json = r#"[{"ph": "X", "name": 5, "ts": 1, "dur": 1}, 7, {"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]"#;
-        let parsed = parse_events(json.as_bytes(), 1, 1, None, None).unwrap();
+        let parsed = parse_events(json.as_bytes(), 1, 1, &Pass::default()).unwrap();
         let tr = parsed.conv.into_builder().finish();
         assert_eq!(tr.cpu_ops.len(), 1);
         assert_eq!(tr.diagnostics.counts["wrong_type"], 2);

@@ -260,8 +260,8 @@ impl<'a> Reader<'a> {
     /// null is `None`.
     fn raw_scalar(&mut self) -> Option<Option<RawText<'a>>> {
         match self.lead()? {
-            Lead::Str => self.string_raw().map(|s| Some(RawText(s))),
-            Lead::Num => self.number().map(|(s, _)| Some(RawText(s))),
+            Lead::Str => self.string_raw().map(|s| Some(RawText(Cow::Borrowed(s)))),
+            Lead::Num => self.number().map(|(s, _)| Some(RawText(Cow::Borrowed(s)))),
             Lead::Null => self.literal().map(|()| None),
             _ => None,
         }
@@ -360,7 +360,9 @@ impl<'a> Reader<'a> {
                     r.ws();
                     let start = r.p;
                     r.skip(1)?;
-                    a.input_dims = Some(RawText(std::str::from_utf8(&r.b[start..r.p]).ok()?));
+                    a.input_dims = Some(RawText(Cow::Borrowed(
+                        std::str::from_utf8(&r.b[start..r.p]).ok()?,
+                    )));
                 }
                 b"name" => a.name = r.scalar_string()?,
                 b"kind" => a.kind = r.scalar_string()?,

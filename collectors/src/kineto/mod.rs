@@ -9,8 +9,9 @@
 //! ```
 //!
 //! How it reads a file:
-//! 1. the bytes (a file is mapped, not read), inflated when they start with
-//!    gzip's magic `1f 8b`;
+//! 1. the bytes: a plain file is mapped, not read, and the pages the parse
+//!    has moved past are given back as it goes; a file that starts with
+//!    gzip's magic `1f 8b` is inflated a buffer at a time (`stream.rs`);
 //! 2. the top-level object (`document.rs`): header keys with serde, the
 //!    `traceEvents` array cut into chunks at event boundaries (`events.rs`);
 //! 3. each chunk on its own thread into borrowed flat structs (`wire.rs`; a
@@ -19,8 +20,8 @@
 //!    [`TraceBuilder`](crate::trace::TraceBuilder) (`convert.rs`);
 //! 4. the builders appended in file order and finished.
 //!
-//! The JSON is never held as a DOM: peak memory is the decompressed bytes
-//! plus the tables. Times are read from the number text, exactly, into
+//! The JSON is never held as a DOM, nor whole: peak memory is the tables
+//! plus the part of the JSON being parsed. Times are read from the number text, exactly, into
 //! integer ns (`number.rs`). Bad events are skipped and counted in
 //! [`Diagnostics`](crate::trace::Diagnostics); only a file that cannot be a
 //! trace at all is a [`KinetoError`].
@@ -33,12 +34,16 @@ mod events;
 mod fast;
 mod number;
 mod scan;
+mod stream;
 mod wire;
 
+pub use convert::overlaps;
 pub use error::KinetoError;
 pub use number::micros_to_ns;
 
-use crate::trace::Trace;
+use crate::trace::{Ns, Trace};
+use convert::{Keep, WindowKeep};
+use events::Pass;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Read};
 use std::path::Path;
@@ -72,23 +77,30 @@ pub fn import_file_partial(
     limits: &ReadLimits,
 ) -> Result<Imported, KinetoError> {
     let file = path.display().to_string();
-    let bytes = read(path).map_err(|source| KinetoError::Io {
+    let io = |source| KinetoError::Io {
         file: file.clone(),
         source,
-    })?;
-    let (builder, reach, gzip_cut) = if is_gzip(&bytes) {
-        let (json, cut) = gunzip(&bytes, &file)?;
-        drop(bytes);
-        let (b, r) = build(&json, &file, opts, limits, cut)?;
-        (b, r, cut)
-    } else {
-        let (b, r) = build(&bytes, &file, opts, limits, false)?;
-        drop(bytes);
-        (b, r, false)
     };
-    // The tables own their strings: the JSON goes before finishing, which
-    // lowers the peak (finish copies columns while it sorts).
-    finish(builder, reach, gzip_cut, &file)
+    let bytes = read(path).map_err(io)?;
+    if is_gzip(&bytes) {
+        // Streamed from the file, not the map: the compressed pages would
+        // stay resident.
+        let size = bytes.len();
+        drop(bytes);
+        let open = || -> std::io::Result<Box<dyn Read>> {
+            Ok(Box::new(std::io::BufReader::with_capacity(
+                1 << 20,
+                std::fs::File::open(path)?,
+            )))
+        };
+        import(&Input::Gzip { open: &open, size }, &file, opts, limits)
+    } else {
+        let map = match &bytes {
+            FileBytes::Mapped(m) => Some(m),
+            FileBytes::Read(_) => None,
+        };
+        import(&Input::Json { bytes: &bytes, map }, &file, opts, limits)
+    }
 }
 
 /// What to read of a trace too big to analyse whole.
@@ -97,6 +109,162 @@ pub struct ReadLimits {
     /// Stop after this many events of `traceEvents` (in file order; the rest
     /// of the file is not read).
     pub max_events: Option<usize>,
+    /// Keep only the rows that overlap this time window (and every
+    /// ProfilerStep); the rest are dropped as they are read.
+    pub time_window: Option<TimeWindow>,
+}
+
+/// A time window, in ns after the trace's origin (its earliest event, the
+/// 0 of its tables), either end open. The window is `[start, end)`.
+///
+/// Kineto files are not sorted by time, so rows are dropped by their own
+/// times as they come. The origin must be known first to place a window
+/// with a start: such a read makes two passes over the file, the first
+/// only to find the earliest event (no rows are kept; for gzip, the data
+/// is inflated twice). A window open at the start (`..END`) is read in one
+/// pass: the earliest start seen so far is never before the origin, so a
+/// row that starts past `earliest + END` is past the window's end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeWindow {
+    /// Start, ns after the origin.
+    pub start: Option<Ns>,
+    /// End, ns after the origin.
+    pub end: Option<Ns>,
+}
+
+/// The trace's JSON as an import reads it.
+enum Input<'i> {
+    /// Plain JSON in memory; `map` when it is a mapped file whose pages can
+    /// be given back as the parse moves on.
+    Json {
+        bytes: &'i [u8],
+        map: Option<&'i memmap2::Mmap>,
+    },
+    /// Gzip: `open` gives the compressed bytes from the start (once per
+    /// pass), `size` of them.
+    Gzip {
+        open: &'i dyn Fn() -> std::io::Result<Box<dyn Read + 'i>>,
+        size: usize,
+    },
+}
+
+/// Reads `input` as `limits` say: with a window that has a start, a first
+/// pass finds the origin; then the rows are read.
+fn import(
+    input: &Input<'_>,
+    file: &str,
+    opts: &ImportOptions,
+    limits: &ReadLimits,
+) -> Result<Imported, KinetoError> {
+    let keep = match limits.time_window {
+        None => Keep::All,
+        Some(w) if w.start.is_none() => Keep::Window(WindowKeep {
+            origin: None,
+            start: None,
+            end: w.end,
+        }),
+        Some(w) => {
+            let probe = one_pass(input, file, opts, limits, Keep::Probe)?;
+            match probe.reach.seen.earliest {
+                Some(origin) => Keep::Window(WindowKeep {
+                    origin: Some(origin),
+                    start: w.start,
+                    end: w.end,
+                }),
+                // No rows at all: nothing to leave out.
+                None => Keep::All,
+            }
+        }
+    };
+    let read = one_pass(input, file, opts, limits, keep)?;
+    finish(read, file)
+}
+
+/// One pass's result, not yet finished.
+struct Pass1 {
+    builder: crate::trace::TraceBuilder,
+    reach: document::Reach,
+    /// Bytes of JSON read.
+    len: usize,
+    /// The gzip stream ended early.
+    gzip_cut: bool,
+}
+
+fn one_pass(
+    input: &Input<'_>,
+    file: &str,
+    opts: &ImportOptions,
+    limits: &ReadLimits,
+    keep: Keep,
+) -> Result<Pass1, KinetoError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match *input {
+        Input::Json { bytes, map } => {
+            let bar = progress_bar(bytes.len(), opts);
+            let release = |from: usize, to: usize| {
+                if let Some(m) = map {
+                    give_back(m, from, to);
+                }
+            };
+            let pass = Pass {
+                limit: limits.max_events,
+                keep,
+                progress: bar.as_ref(),
+                release: map
+                    .is_some()
+                    .then_some(&release as &(dyn Fn(usize, usize) + Sync)),
+            };
+            let (mut builder, reach) = document::read_document(bytes, file, threads, &pass)?;
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            // What is still borrowed from the map has been read; the rest of
+            // the pages go back too before the tables are finished.
+            release(0, bytes.len());
+            label(&mut builder, file);
+            Ok(Pass1 {
+                builder,
+                reach,
+                len: bytes.len(),
+                gzip_cut: false,
+            })
+        }
+        Input::Gzip { open, size } => {
+            let raw = open().map_err(|source| KinetoError::Io {
+                file: file.to_string(),
+                source,
+            })?;
+            let bar = progress_bar(size, opts);
+            let counted = Counted {
+                inner: raw,
+                bar: bar.as_ref(),
+            };
+            let pass = Pass {
+                limit: limits.max_events,
+                keep,
+                progress: None,
+                release: None,
+            };
+            let gzip_error = |e: std::io::Error| KinetoError::Gzip {
+                file: file.to_string(),
+                reason: e.to_string(),
+            };
+            let decoder = flate2::read::MultiGzDecoder::new(counted);
+            let read = stream::read_stream(decoder, file, threads, &pass, &gzip_error);
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            let s = read?;
+            let mut builder = s.builder;
+            label(&mut builder, file);
+            Ok(Pass1 {
+                builder,
+                reach: s.reach,
+                len: s.len,
+                gzip_cut: s.cut,
+            })
+        }
+    }
 }
 
 /// A trace as far as it could be read.
@@ -110,6 +278,12 @@ pub struct Imported {
     pub truncated: Option<Truncation>,
     /// `max_events` stopped the reading before the end of the events.
     pub limited: bool,
+    /// First start and last end of every row read, kept or not, in ns after
+    /// the origin: the trace's own extent even when a time window left
+    /// rows out. `None` when there are no rows.
+    pub extent: Option<(Ns, Ns)>,
+    /// Rows left out by [`ReadLimits::time_window`].
+    pub dropped: u64,
 }
 
 /// Where a cut file ends.
@@ -221,13 +395,18 @@ pub fn import_bytes_partial(
     limits: &ReadLimits,
 ) -> Result<Imported, KinetoError> {
     if is_gzip(bytes) {
-        let (json, cut) = gunzip(bytes, source_name)?;
-        let (builder, reach) = build(&json, source_name, opts, limits, cut)?;
-        drop(json);
-        finish(builder, reach, cut, source_name)
+        let open = || -> std::io::Result<Box<dyn Read + '_>> { Ok(Box::new(bytes)) };
+        import(
+            &Input::Gzip {
+                open: &open,
+                size: bytes.len(),
+            },
+            source_name,
+            opts,
+            limits,
+        )
     } else {
-        let (builder, reach) = build(bytes, source_name, opts, limits, false)?;
-        finish(builder, reach, false, source_name)
+        import(&Input::Json { bytes, map: None }, source_name, opts, limits)
     }
 }
 
@@ -246,14 +425,15 @@ fn whole(imported: Imported, file: &str) -> Result<Trace, KinetoError> {
     }
 }
 
-fn finish(
-    builder: crate::trace::TraceBuilder,
-    reach: (document::Reach, usize),
-    gzip_cut: bool,
-    file: &str,
-) -> Result<Imported, KinetoError> {
-    let (reach, len) = reach;
-    let trace = usable(builder.finish(), file)?;
+fn finish(read: Pass1, file: &str) -> Result<Imported, KinetoError> {
+    let Pass1 {
+        builder,
+        reach,
+        len,
+        gzip_cut,
+    } = read;
+    let seen = reach.seen;
+    let trace = usable(builder.finish(), file, seen.dropped)?;
     let truncated = match (reach.cut, gzip_cut) {
         (Some(inside_events), _) => Some(Truncation {
             offset: len,
@@ -269,21 +449,28 @@ fn finish(
         }),
         (None, false) => None,
     };
+    let origin = trace.meta.origin_ns;
     Ok(Imported {
-        trace,
         events: reach.events,
         truncated,
         limited: reach.limited,
+        extent: seen
+            .earliest
+            .zip(seen.latest)
+            .map(|(a, b)| (a.saturating_sub(origin), b.saturating_sub(origin))),
+        dropped: seen.dropped,
+        trace,
     })
 }
 
 /// A file whose every event was skipped is not a trace with defects but not
 /// a trace at all (a JSON array of numbers, say): an error, not an empty
 /// analysis.
-fn usable(trace: Trace, file: &str) -> Result<Trace, KinetoError> {
+fn usable(trace: Trace, file: &str, dropped: u64) -> Result<Trace, KinetoError> {
     let rows = trace.gpu.len() + trace.runtime.len() + trace.cpu_ops.len() + trace.markers.len();
     let skipped = trace.diagnostics.total();
-    if rows == 0 && skipped > 0 {
+    // Rows left out by a time window were read: the file is a trace.
+    if rows == 0 && skipped > 0 && dropped == 0 {
         let first = trace.diagnostics.examples.first().map_or("", String::as_str);
         return Err(KinetoError::NotATrace {
             file: file.to_string(),
@@ -293,39 +480,47 @@ fn usable(trace: Trace, file: &str) -> Result<Trace, KinetoError> {
     Ok(trace)
 }
 
-/// Parses the JSON; with the length read, so a cut can say where it is.
-/// `gzip_cut`: the JSON is what a cut gzip stream inflated to, whose end is
-/// a truncation even when it falls where a whole file could end.
-fn build(
-    json: &[u8],
-    file: &str,
-    opts: &ImportOptions,
-    limits: &ReadLimits,
-    gzip_cut: bool,
-) -> Result<(crate::trace::TraceBuilder, (document::Reach, usize)), KinetoError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let bar = progress_bar(json.len(), opts);
-    let read = document::read_document(json, file, threads, limits.max_events, bar.as_ref());
-    let (mut builder, reach) = match read {
-        // A cut gzip stream holds the start of a file, never a file of its
-        // own: the JSON's own errors say less than "it is cut".
-        Err(KinetoError::Empty { .. } | KinetoError::Truncated { .. }) if gzip_cut => {
-            return Err(KinetoError::Gzip {
-                file: file.to_string(),
-                reason: format!(
-                    "the data ends early, after {} bytes of JSON and before any event",
-                    json.len()
-                ),
-            })
-        }
-        r => r?,
-    };
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+/// Names the format and source of what a pass read.
+fn label(builder: &mut crate::trace::TraceBuilder, file: &str) {
     builder.meta.source = file.to_string();
     builder.meta.format = "kineto-json".to_string();
-    Ok((builder, (reach, json.len())))
+}
+
+/// Gives back to the kernel the mapped pages wholly inside `[from, to)`:
+/// they stop counting in the process's memory and stay in the page cache.
+/// The map is private and never written, so a later read of a given-back
+/// page reads the file again and sees the same bytes.
+fn give_back(map: &memmap2::Mmap, from: usize, to: usize) {
+    #[cfg(unix)]
+    {
+        const PAGE: usize = 4096;
+        let a = from.div_ceil(PAGE) * PAGE;
+        let b = (to.min(map.len()) / PAGE) * PAGE;
+        if b > a {
+            // SAFETY: DONTNEED on a private, read-only file map drops the
+            // pages; the next access faults them in from the file again,
+            // unchanged (the caveat of mapping an input, see `read`).
+            let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, a, b - a) };
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (map, from, to);
+}
+
+/// A reader that moves a progress bar by the bytes it reads.
+struct Counted<'b, R> {
+    inner: R,
+    bar: Option<&'b ProgressBar>,
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(out)?;
+        if let Some(bar) = self.bar {
+            bar.inc(n as u64);
+        }
+        Ok(n)
+    }
 }
 
 fn progress_bar(len: usize, opts: &ImportOptions) -> Option<ProgressBar> {
@@ -341,30 +536,4 @@ fn progress_bar(len: usize, opts: &ImportOptions) -> Option<ProgressBar> {
 
 fn is_gzip(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0x1f, 0x8b])
-}
-
-/// Inflates a gzip file (all members, as `gzip -d` does). A stream that
-/// ends early gives what it inflated to and `true`; corrupt data (a bad
-/// CRC, a broken deflate stream) is an error.
-fn gunzip(bytes: &[u8], file: &str) -> Result<(Vec<u8>, bool), KinetoError> {
-    let mut out = Vec::with_capacity(inflated_size_hint(bytes));
-    match flate2::read::MultiGzDecoder::new(bytes).read_to_end(&mut out) {
-        Ok(_) => Ok((out, false)),
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok((out, true)),
-        Err(e) => Err(KinetoError::Gzip {
-            file: file.to_string(),
-            reason: e.to_string(),
-        }),
-    }
-}
-
-/// The size gzip's trailer records (ISIZE, mod 2^32), trusted only within
-/// deflate's maximum ratio so a corrupt trailer cannot force a huge
-/// allocation. Reserving it up front avoids doubling a 500 MB `Vec`.
-fn inflated_size_hint(bytes: &[u8]) -> usize {
-    let Some(tail) = bytes.len().checked_sub(4).and_then(|s| bytes.get(s..)) else {
-        return 0;
-    };
-    let isize = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
-    isize.min(bytes.len().saturating_mul(1032))
 }

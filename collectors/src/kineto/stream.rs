@@ -1,0 +1,481 @@
+//! Streamed reading of a trace whose JSON is produced as it is read (a
+//! gzip file): the JSON passes through a buffer of a few tens of MB and is
+//! never held whole, so memory is the tables plus that buffer (plus the
+//! largest single value, which must fit in it to be parsed).
+//!
+//! ```text
+//! decoder ──▶ [ read past │ event │ event │ … │ event, cut…]   buffer
+//!               dropped      parsed in parallel (events.rs)  ▲ resume here
+//! ```
+//!
+//! The walk is [`document`](super::document)'s, on a window of the data:
+//! whenever a value or an event runs past the buffer's end, what is read
+//! is dropped from the front, more data is appended, and the same position
+//! is tried again (an event bigger than the buffer doubles the next read).
+//! Rows are owned by the builders as they are made; the few borrowed things
+//! kept for the end (`B`/`E` halves, thread names) are copied
+//! ([`Converter::detach`]) before the buffer is reused.
+
+use super::convert::Converter;
+use super::document::{apply_header, skip_bom, Errors, Header, Reach};
+use super::error::KinetoError;
+use super::events::{open_ended, parse_events, ArrayEnd, EventsError, Pass};
+use super::scan::{read_member_key, skip_value, skip_ws, ScanError};
+use crate::trace::TraceBuilder;
+use std::io::{ErrorKind, Read};
+
+/// Bytes read from the decoder at a time.
+const READ_SIZE: usize = 32 << 20;
+
+/// A window on the data: `buf` holds the bytes from absolute offset `base`.
+struct Window<R> {
+    reader: R,
+    buf: Vec<u8>,
+    base: usize,
+    /// The reader has no more data.
+    eof: bool,
+    /// It ended early (the reader said `UnexpectedEof`: a gzip stream cut
+    /// short).
+    cut: bool,
+    /// How much the next read asks for.
+    want: usize,
+    /// How much a read asks for normally.
+    read_size: usize,
+}
+
+impl<R: Read> Window<R> {
+    fn new(reader: R, read_size: usize) -> Self {
+        Window {
+            reader,
+            buf: Vec::new(),
+            base: 0,
+            eof: false,
+            cut: false,
+            want: read_size,
+            read_size,
+        }
+    }
+
+    /// Absolute offset of the end of the data so far.
+    fn end(&self) -> usize {
+        self.base + self.buf.len()
+    }
+
+    /// The byte at absolute offset `at`, if read.
+    fn at(&self, at: usize) -> Option<u8> {
+        self.buf.get(at - self.base).copied()
+    }
+
+    /// Drops the bytes before absolute offset `upto`.
+    fn consume(&mut self, upto: usize) {
+        let n = (upto - self.base).min(self.buf.len());
+        self.buf.drain(..n);
+        self.base += n;
+    }
+
+    /// Appends up to `want` more bytes; `false` when there are none.
+    fn more(&mut self) -> Result<bool, std::io::Error> {
+        if self.eof {
+            return Ok(false);
+        }
+        let old = self.buf.len();
+        self.buf.resize(old + self.want, 0);
+        let mut filled = old;
+        while filled < self.buf.len() {
+            match self.reader.read(&mut self.buf[filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
+                    self.eof = true;
+                    self.cut = true;
+                    break;
+                }
+                Err(e) => {
+                    self.buf.truncate(filled);
+                    return Err(e);
+                }
+            }
+        }
+        self.buf.truncate(filled);
+        self.want = self.read_size;
+        Ok(filled > old)
+    }
+
+    /// The next read asks for as much again as is buffered: one value
+    /// did not fit, so growing by a constant would re-parse it many times.
+    fn grow(&mut self) {
+        self.want = self.want.max(self.buf.len());
+    }
+
+    /// The first non-whitespace offset at or after `p`, reading (and
+    /// dropping whitespace) as needed; [`Window::end`] at the end of data.
+    fn skip_ws(&mut self, p: usize) -> Result<usize, std::io::Error> {
+        let mut p = p;
+        loop {
+            let q = skip_ws(&self.buf, p - self.base) + self.base;
+            if q < self.end() {
+                return Ok(q);
+            }
+            p = q;
+            self.consume(p);
+            if !self.more()? {
+                return Ok(p);
+            }
+        }
+    }
+}
+
+/// What a streamed read gives: the rows, how far it got, the JSON's length
+/// and whether the data ended early.
+pub struct Streamed {
+    /// The rows, not yet finished.
+    pub builder: TraceBuilder,
+    /// How far the document was read.
+    pub reach: Reach,
+    /// Bytes of JSON read.
+    pub len: usize,
+    /// The reader ended early (a cut gzip stream).
+    pub cut: bool,
+}
+
+/// Reads a whole document from `reader`, as
+/// [`read_document`](super::document::read_document) reads a buffer.
+/// `io_error` turns a read error into the file's error (for gzip: corrupt
+/// data).
+pub fn read_stream<R: Read>(
+    reader: R,
+    file: &str,
+    threads: usize,
+    pass: &Pass<'_>,
+    io_error: &dyn Fn(std::io::Error) -> KinetoError,
+) -> Result<Streamed, KinetoError> {
+    read_in_pieces(reader, READ_SIZE, file, threads, pass, io_error)
+}
+
+/// [`read_stream`], reading `read_size` bytes at a time.
+fn read_in_pieces<R: Read>(
+    reader: R,
+    read_size: usize,
+    file: &str,
+    threads: usize,
+    pass: &Pass<'_>,
+    io_error: &dyn Fn(std::io::Error) -> KinetoError,
+) -> Result<Streamed, KinetoError> {
+    let mut w = Window::new(reader, read_size);
+    match read_top(&mut w, file, threads, pass, io_error) {
+        Ok((builder, reach)) => Ok(Streamed {
+            builder,
+            reach,
+            len: w.end(),
+            cut: w.cut,
+        }),
+        // A cut stream holds the start of a file, never a file of its own:
+        // the JSON's own "empty" or "truncated" say less than "it is cut".
+        Err(KinetoError::Empty { .. } | KinetoError::Truncated { .. }) if w.cut => Err(KinetoError::Gzip {
+            file: file.to_string(),
+            reason: format!(
+                "the data ends early, after {} bytes of JSON and before any event",
+                w.end()
+            ),
+        }),
+        // A JSON error in data that is itself corrupt (a flipped bit that
+        // inflates to garbage before the checksum says so) is the data's
+        // fault: the rest is read to find out.
+        Err(e) => Err(drain(&mut w, io_error).err().unwrap_or(e)),
+    }
+}
+
+fn drain<R: Read>(
+    w: &mut Window<R>,
+    io_error: &dyn Fn(std::io::Error) -> KinetoError,
+) -> Result<(), KinetoError> {
+    loop {
+        w.consume(w.end());
+        if !w.more().map_err(io_error)? {
+            return Ok(());
+        }
+    }
+}
+
+/// Walks the top-level value.
+fn read_top<R: Read>(
+    w: &mut Window<R>,
+    file: &str,
+    threads: usize,
+    pass: &Pass<'_>,
+    io_error: &dyn Fn(std::io::Error) -> KinetoError,
+) -> Result<(TraceBuilder, Reach), KinetoError> {
+    let io = |e| io_error(e);
+    while w.buf.len() < 3 && w.more().map_err(io)? {}
+    let p = w.skip_ws(skip_bom(&w.buf)).map_err(io)?;
+    let err = |w: &Window<R>| Errors { file, len: w.end() };
+    let (conv, header, reach) = match w.at(p) {
+        None => return Err(KinetoError::Empty { file: file.into() }),
+        Some(b'{') => read_object(w, p + 1, file, threads, pass, io_error)?,
+        Some(b'[') => {
+            let (conv, reach) = read_events(w, p + 1, file, threads, pass, io_error)?;
+            (conv, Header::default(), reach)
+        }
+        Some(b) => return Err(err(w).not_json(format!("it starts with {:?}", char::from(b)))),
+    };
+    if reach.cut.is_some() && reach.events == 0 {
+        return Err(err(w).truncated());
+    }
+    if reach.cut.is_none() && !reach.limited {
+        let end = w.skip_ws(reach.end).map_err(io)?;
+        if end < w.end() {
+            return Err(err(w).not_json(format!(
+                "unexpected data after the end of the trace, at byte offset {end}"
+            )));
+        }
+    }
+    let (mut builder, seen) = conv.into_parts();
+    apply_header(&mut builder, header);
+    Ok((builder, Reach { seen, ..reach }))
+}
+
+/// The members of the top-level object opened before `p`.
+fn read_object<R: Read>(
+    w: &mut Window<R>,
+    mut p: usize,
+    file: &str,
+    threads: usize,
+    pass: &Pass<'_>,
+    io_error: &dyn Fn(std::io::Error) -> KinetoError,
+) -> Result<(Converter<'static>, Header, Reach), KinetoError> {
+    let io = |e| io_error(e);
+    let err = |w: &Window<R>| Errors { file, len: w.end() };
+    let mut header = Header::default();
+    let mut events: Option<(Converter<'static>, Reach)> = None;
+    p = w.skip_ws(p).map_err(io)?;
+    if w.at(p) == Some(b'}') {
+        return Err(err(w).not_a_trace("the top-level object is empty"));
+    }
+    let cut_after_events = |w: &Window<R>, events: Option<(Converter<'static>, Reach)>, header| match events {
+        Some((conv, reach)) => Ok((
+            conv,
+            header,
+            Reach {
+                cut: Some(false),
+                ..reach
+            },
+        )),
+        None => Err(err(w).truncated()),
+    };
+    loop {
+        w.consume(p);
+        let member = read_member_key(&w.buf, p - w.base)
+            .map(|m| (m.key == b"traceEvents", m.key.to_vec(), m.value_start + w.base));
+        let (is_events, key, value_start) = match member {
+            Ok(m) => m,
+            Err(ScanError::Eof) if w.more().map_err(io)? => continue,
+            Err(ScanError::Eof) => return cut_after_events(w, events, header),
+            Err(e) => return Err(scan_error(&err(w), e, w)),
+        };
+        let value_end = if is_events {
+            if w.at(value_start) != Some(b'[') {
+                return Err(err(w).not_a_trace("\"traceEvents\" is not an array"));
+            }
+            let (conv, reach) = read_events(w, value_start + 1, file, threads, pass, io_error)?;
+            if reach.cut.is_some() || reach.limited {
+                return Ok((conv, header, reach));
+            }
+            let end = reach.end;
+            events = Some((conv, reach));
+            end
+        } else {
+            match skip_value(&w.buf, value_start - w.base) {
+                Ok(end) if !open_ended(&w.buf, end) || w.eof => {
+                    header.read(&key, &w.buf[value_start - w.base..end]);
+                    end + w.base
+                }
+                Ok(_) | Err(ScanError::Eof) => {
+                    w.grow();
+                    if w.more().map_err(io)? {
+                        continue;
+                    }
+                    return cut_after_events(w, events, header);
+                }
+                Err(e) => return Err(scan_error(&err(w), e, w)),
+            }
+        };
+        p = w.skip_ws(value_end).map_err(io)?;
+        match w.at(p) {
+            Some(b',') => p += 1,
+            Some(b'}') => break,
+            None => return cut_after_events(w, events, header),
+            Some(_) => return Err(scan_error(&err(w), ScanError::Unexpected(p - w.base), w)),
+        }
+    }
+    let (conv, reach) = events.ok_or_else(|| err(w).not_a_trace("there is no \"traceEvents\" key"))?;
+    Ok((conv, header, Reach { end: p + 1, ..reach }))
+}
+
+/// A scan error at an offset into the buffer, told with file offsets.
+fn scan_error<R>(err: &Errors<'_>, e: ScanError, w: &Window<R>) -> KinetoError {
+    match e {
+        ScanError::Eof => err.truncated(),
+        ScanError::TooDeep(o) => err.too_deep(o + w.base),
+        ScanError::Unexpected(o) => err.not_json(format!(
+            "unexpected {:?} at byte offset {} of the top-level object",
+            w.buf.get(o).map_or(' ', |&b| char::from(b)),
+            o + w.base
+        )),
+    }
+}
+
+/// The events of the array whose contents start at `body`, a buffer at a
+/// time; `reach.end` is just after its `]`.
+fn read_events<R: Read>(
+    w: &mut Window<R>,
+    body: usize,
+    file: &str,
+    threads: usize,
+    pass: &Pass<'_>,
+    io_error: &dyn Fn(std::io::Error) -> KinetoError,
+) -> Result<(Converter<'static>, Reach), KinetoError> {
+    let io = |e| io_error(e);
+    let mut main: Option<Converter<'static>> = None;
+    let mut events = 0usize;
+    let mut pos = body;
+    let mut separator = false;
+    let done = |main: Option<Converter<'static>>, events, cut, limited, end| {
+        let conv = main.unwrap_or_else(|| Converter::with_keep(pass.keep));
+        let reach = Reach {
+            events,
+            cut,
+            limited,
+            end,
+            seen: Default::default(),
+        };
+        Ok((conv, reach))
+    };
+    loop {
+        w.consume(pos);
+        if separator {
+            pos = w.skip_ws(pos).map_err(io)?;
+            match w.at(pos) {
+                Some(b',') => {
+                    pos += 1;
+                    separator = false;
+                    continue;
+                }
+                Some(b']') => return done(main, events, None, false, pos + 1),
+                None => return done(main, events, Some(true), false, 0),
+                Some(b) => {
+                    return Err(Errors { file, len: w.end() }.events(EventsError::Syntax {
+                        offset: pos,
+                        event: events,
+                        reason: format!("expected ',' or ']' after an event, found {:?}", b as char),
+                    }))
+                }
+            }
+        }
+        if w.end() - pos < w.read_size / 2 && !w.eof {
+            w.more().map_err(io)?;
+        }
+        let this = Pass {
+            limit: pass.limit.map(|l| l.saturating_sub(events)),
+            progress: None,
+            release: None,
+            ..*pass
+        };
+        let base = w.base;
+        let parsed = parse_events(&w.buf, pos - base, threads, &this)
+            .map_err(|e| Errors { file, len: w.end() }.events(shifted(e, base, events)))?;
+        let (n, end) = (parsed.events, parsed.end);
+        let conv = parsed.conv.detach();
+        match main.as_mut() {
+            Some(m) => m.absorb(conv, events),
+            None => main = Some(conv),
+        }
+        events += n;
+        match end {
+            ArrayEnd::Closed(p) => return done(main, events, None, false, p + base),
+            ArrayEnd::Limit => return done(main, events, None, true, 0),
+            ArrayEnd::Truncated { .. } if w.eof => return done(main, events, Some(true), false, 0),
+            ArrayEnd::Truncated {
+                resume,
+                separator: sep,
+            } => {
+                if n == 0 && resume + base == pos {
+                    w.grow();
+                }
+                pos = resume + base;
+                separator = sep;
+                w.consume(pos);
+                w.more().map_err(io)?;
+            }
+        }
+    }
+}
+
+/// An error from a buffer starting at file offset `base`, whose first event
+/// is number `first`, with file offsets and event numbers.
+fn shifted(e: EventsError, base: usize, first: usize) -> EventsError {
+    match e {
+        EventsError::Syntax {
+            offset,
+            event,
+            reason,
+        } => EventsError::Syntax {
+            offset: offset + base,
+            event: event + first,
+            reason,
+        },
+        EventsError::TooDeep(o) => EventsError::TooDeep(o + base),
+        EventsError::Eof => EventsError::Eof,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kineto::document::read_document;
+
+    fn summary(b: TraceBuilder, reach: &Reach) -> String {
+        let t = b.finish();
+        let names: Vec<&str> = (0..t.cpu_ops.len())
+            .map(|i| t.strings.get(t.cpu_ops.name[i]))
+            .collect();
+        format!(
+            "events {} cut {:?} limited {} ops {:?} gpu {} devices {} diag {:?} origin {}",
+            reach.events,
+            reach.cut,
+            reach.limited,
+            names,
+            t.gpu.len(),
+            t.devices.len(),
+            t.diagnostics.counts,
+            t.meta.origin_ns
+        )
+    }
+
+    /// The streamed read agrees with the buffered one however the data is
+    /// cut into reads, including reads of one byte.
+    #[test]
+    fn streamed_equals_buffered_at_any_read_size() {
+        let json = br#"{"deviceProperties": [{"id": 0, "name": "G"}], "traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": "a\u00e9", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+            7, {"ph": "B", "name": "outer", "pid": 1, "tid": "main", "ts": 11},
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 12.5, "dur": 1, "args": {"device": 0, "correlation": 3}},
+            {"ph": "E", "pid": 1, "tid": "main", "ts": 20}, 123,
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": "main", "args": {"name": "Main"}}
+        ], "traceName": "x", "big": [1, 2, {"a": "]}"}]}"#;
+        let (b, reach) = read_document(json, "t", 1, &Pass::default()).unwrap();
+        let want = summary(b, &reach);
+        for step in [1, 2, 3, 7, 64, 4096] {
+            let s = read_in_pieces(&json[..], step, "t", 2, &Pass::default(), &|e| KinetoError::Io {
+                file: "t".into(),
+                source: e,
+            })
+            .unwrap();
+            assert_eq!(s.len, json.len());
+            assert_eq!(summary(s.builder, &s.reach), want, "reads of {step} bytes");
+        }
+    }
+}
