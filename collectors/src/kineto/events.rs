@@ -27,6 +27,19 @@ const MIN_PARALLEL_BYTES: usize = 4 << 20;
 /// Progress is reported every this many bytes.
 const PROGRESS_STEP: usize = 8 << 20;
 
+/// The longest event read. Profilers write events of a few hundred bytes
+/// (a few KB with long shapes or stacks); one of this size is damage or an
+/// attack, and a streamed read would have to buffer all of it.
+pub const MAX_EVENT_BYTES: usize = 256 << 20;
+
+/// Why an event over [`MAX_EVENT_BYTES`] is refused.
+pub fn too_long() -> String {
+    format!(
+        "the event is over {} MiB long, and no profiler writes events that big",
+        MAX_EVENT_BYTES >> 20
+    )
+}
+
 /// Read bytes are handed to [`Pass::release`] every this many bytes.
 const RELEASE_STEP: usize = 32 << 20;
 
@@ -304,6 +317,9 @@ fn parse_one<'a>(
     conv: &mut Converter<'a>,
 ) -> Result<usize, EventsError> {
     if let Some((ev, end)) = fast::event(buf, p) {
+        if end - p > MAX_EVENT_BYTES {
+            return Err(syntax(p, index, too_long()));
+        }
         conv.event(index, ev);
         return Ok(end);
     }
@@ -313,6 +329,9 @@ fn parse_one<'a>(
             let end = p + stream.byte_offset();
             if open_ended(buf, end) {
                 return Err(EventsError::Eof);
+            }
+            if end - p > MAX_EVENT_BYTES {
+                return Err(syntax(p, index, too_long()));
             }
             conv.event(index, ev);
             Ok(end)
@@ -329,6 +348,9 @@ fn parse_one<'a>(
                 })?;
                 if open_ended(buf, end) {
                     return Err(EventsError::Eof);
+                }
+                if end - p > MAX_EVENT_BYTES {
+                    return Err(syntax(p, index, too_long()));
                 }
                 conv.defect(index, "wrong_type", || e.to_string());
                 Ok(end)

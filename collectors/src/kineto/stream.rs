@@ -19,7 +19,7 @@
 use super::convert::Converter;
 use super::document::{apply_header, skip_bom, Errors, Header, Reach};
 use super::error::KinetoError;
-use super::events::{open_ended, parse_events, ArrayEnd, EventsError, Pass};
+use super::events::{open_ended, parse_events, too_long, ArrayEnd, EventsError, Pass, MAX_EVENT_BYTES};
 use super::scan::{read_member_key, skip_value, skip_ws, ScanError};
 use crate::trace::TraceBuilder;
 use std::io::{ErrorKind, Read};
@@ -79,30 +79,22 @@ impl<R: Read> Window<R> {
             return Ok(false);
         }
         let old = self.buf.len();
-        self.buf.resize(old + self.want, 0);
-        let mut filled = old;
-        while filled < self.buf.len() {
-            match self.reader.read(&mut self.buf[filled..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    break;
-                }
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
-                    self.eof = true;
-                    self.cut = true;
-                    break;
-                }
-                Err(e) => {
-                    self.buf.truncate(filled);
-                    return Err(e);
-                }
+        // `read_to_end` grows the buffer with the data (a small file does not
+        // cost a zeroed `want`) and keeps what it read before an error.
+        let want = self.want as u64;
+        match (&mut self.reader).take(want).read_to_end(&mut self.buf) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
+                self.eof = true;
+                self.cut = true;
             }
+            Err(e) => return Err(e),
         }
-        self.buf.truncate(filled);
+        if ((self.buf.len() - old) as u64) < want {
+            self.eof = true;
+        }
         self.want = self.read_size;
-        Ok(filled > old)
+        Ok(self.buf.len() > old)
     }
 
     /// The next read asks for as much again as is buffered: one value
@@ -294,6 +286,13 @@ fn read_object<R: Read>(
                     end + w.base
                 }
                 Ok(_) | Err(ScanError::Eof) => {
+                    if w.end() - value_start > MAX_EVENT_BYTES {
+                        return Err(err(w).not_json(format!(
+                            "the value of the top-level key at byte offset {value_start} is over {} MiB long, \
+                             and no profiler writes one that big",
+                            MAX_EVENT_BYTES >> 20
+                        )));
+                    }
                     w.grow();
                     if w.more().map_err(io)? {
                         continue;
@@ -403,6 +402,15 @@ fn read_events<R: Read>(
                 separator: sep,
             } => {
                 if n == 0 && resume + base == pos {
+                    // One event fills the buffer: read on, unless it is
+                    // longer than any event can be.
+                    if w.end() - pos > MAX_EVENT_BYTES {
+                        return Err(Errors { file, len: w.end() }.events(EventsError::Syntax {
+                            offset: pos,
+                            event: events,
+                            reason: too_long(),
+                        }));
+                    }
                     w.grow();
                 }
                 pos = resume + base;
