@@ -190,7 +190,7 @@ impl RowCounts {
 /// HTA-compatible temporal block, the launch statistics, the bounds and the
 /// detectors' findings.
 pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
-    let selected = window::select_in(trace, &opts.window, opts.time_window);
+    let selected = window::selection(trace, &opts.window, opts.time_window);
     let win = window::window(&selected);
     let timelines = timelines(&selected);
     let mut temporal = temporal(&selected).into_iter();

@@ -32,6 +32,7 @@
 use crate::intervals::Span;
 use gapscope_collectors::trace::{CpuOpKind, Ns, Trace, NONE};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// A time range in ns since the trace origin, `[start_ns, end_ns)`, either
 /// end open (`--time-window START..END`).
@@ -257,6 +258,17 @@ pub fn select_in(trace: &Trace, opts: &WindowOptions, time: Option<TimeRange>) -
     match time_selection(&steps(trace), opts, time) {
         Ok(span) => clip(trace, span),
         Err(_) => clip(trace, (0, 0)),
+    }
+}
+
+/// What an analysis reads: `trace` itself when the options select all of it
+/// (no copy: the tables of a multi-GB trace are hundreds of MB), else
+/// [`select_in`]'s new trace.
+pub fn selection<'t>(trace: &'t Trace, opts: &WindowOptions, time: Option<TimeRange>) -> Cow<'t, Trace> {
+    if time.is_none() && cpu_range(&steps(trace), opts).is_none() {
+        Cow::Borrowed(trace)
+    } else {
+        Cow::Owned(select_in(trace, opts, time))
     }
 }
 

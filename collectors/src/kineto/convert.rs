@@ -12,6 +12,8 @@ use super::wire::{IdOrStr, IntoOwned, RawArgs, RawEvent, RawText};
 use crate::trace::*;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
 /// Events skipped or odd, with their index in the chunk, merged into
 /// [`Diagnostics`] once the chunk's position in the file is known.
@@ -128,13 +130,18 @@ pub struct Converter<'a> {
     last_thread: Option<(ThreadKey, ThreadId)>,
     /// Which rows to keep.
     keep: Keep,
+    /// The earliest row start seen by every converter of this pass, for a
+    /// window without a known origin: the parallel chunks and the streamed
+    /// buffers after the first judge the window's end from it, not from
+    /// their own first rows (which can be far into the trace).
+    shared_earliest: Option<Arc<AtomicI64>>,
     /// The rows seen, kept or not.
     seen: Seen,
 }
 
 impl<'a> Converter<'a> {
     /// An empty converter that keeps the rows `keep` says.
-    pub fn with_keep(keep: Keep) -> Self {
+    pub fn with_keep(keep: Keep, shared_earliest: Option<Arc<AtomicI64>>) -> Self {
         Converter {
             builder: TraceBuilder::new(),
             defects: Defects::default(),
@@ -143,6 +150,7 @@ impl<'a> Converter<'a> {
             threads: HashMap::new(),
             last_thread: None,
             keep,
+            shared_earliest,
             seen: Seen::default(),
         }
     }
@@ -167,6 +175,7 @@ impl<'a> Converter<'a> {
             threads: self.threads,
             last_thread: self.last_thread,
             keep: self.keep,
+            shared_earliest: self.shared_earliest,
             seen: self.seen,
         }
     }
@@ -193,7 +202,11 @@ impl<'a> Converter<'a> {
             Keep::Probe => false,
             Keep::Window(_) if step => true,
             Keep::Window(w) => {
-                let origin = w.origin.or(self.seen.earliest).unwrap_or(start);
+                let origin = match (w.origin, &self.shared_earliest) {
+                    (Some(o), _) => o,
+                    (None, Some(shared)) => shared.fetch_min(start, Ordering::Relaxed).min(start),
+                    (None, None) => self.seen.earliest.unwrap_or(start),
+                };
                 let lo = w
                     .start
                     .filter(|_| w.origin.is_some())

@@ -20,6 +20,8 @@ use super::scan::{guess_event_start, skip_value, skip_ws, ScanError};
 use super::wire::RawEvent;
 use indicatif::ProgressBar;
 use serde_json::error::Category;
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
 
 /// Below this many bytes the array is parsed on one thread.
 const MIN_PARALLEL_BYTES: usize = 4 << 20;
@@ -50,6 +52,8 @@ pub struct Pass<'p> {
     pub limit: Option<usize>,
     /// Which rows to keep.
     pub keep: Keep,
+    /// Shared by the pass's converters, see `Converter::with_keep`.
+    pub shared_earliest: Option<&'p Arc<AtomicI64>>,
     /// Advanced by the bytes read.
     pub progress: Option<&'p ProgressBar>,
     /// Told, as the parse moves on, about byte ranges `[from, to)` of the
@@ -157,7 +161,7 @@ pub fn parse_events<'a>(
         };
         absorb(&mut main, chunk.conv, base);
         return Ok(Parsed {
-            conv: main.unwrap_or_else(|| Converter::with_keep(pass.keep)),
+            conv: main.unwrap_or_else(|| Converter::with_keep(pass.keep, pass.shared_earliest.cloned())),
             events: base + chunk.events,
             end: kind,
         });
@@ -234,7 +238,7 @@ fn with_base(e: EventsError, base: usize) -> EventsError {
 /// Parses events from `start` until the first event boundary at or past
 /// `stop` (or the array's end when `stop` is `None`), or `pass.limit` events.
 fn parse_chunk<'a>(buf: &'a [u8], start: usize, stop: Option<usize>, pass: &Pass<'_>) -> Chunk<'a> {
-    let mut conv = Converter::with_keep(pass.keep);
+    let mut conv = Converter::with_keep(pass.keep, pass.shared_earliest.cloned());
     let mut p = start;
     let mut events = 0;
     let mut reported = start;

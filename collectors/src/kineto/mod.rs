@@ -198,6 +198,8 @@ fn one_pass(
     keep: Keep,
 ) -> Result<Pass1, KinetoError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let shared = matches!(keep, Keep::Window(WindowKeep { origin: None, .. }))
+        .then(|| std::sync::Arc::new(std::sync::atomic::AtomicI64::new(Ns::MAX)));
     match *input {
         Input::Json { bytes, map } => {
             let bar = progress_bar(bytes.len(), opts);
@@ -209,6 +211,7 @@ fn one_pass(
             let pass = Pass {
                 limit: limits.max_events,
                 keep,
+                shared_earliest: shared.as_ref(),
                 progress: bar.as_ref(),
                 release: map
                     .is_some()
@@ -242,6 +245,7 @@ fn one_pass(
             let pass = Pass {
                 limit: limits.max_events,
                 keep,
+                shared_earliest: shared.as_ref(),
                 progress: None,
                 release: None,
             };

@@ -343,7 +343,7 @@ fn read_events<R: Read>(
     let mut pos = body;
     let mut separator = false;
     let done = |main: Option<Converter<'static>>, events, cut, limited, end| {
-        let conv = main.unwrap_or_else(|| Converter::with_keep(pass.keep));
+        let conv = main.unwrap_or_else(|| Converter::with_keep(pass.keep, pass.shared_earliest.cloned()));
         let reach = Reach {
             events,
             cut,
