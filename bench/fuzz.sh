@@ -9,6 +9,10 @@
 #   bench/fuzz.sh 600                   # ten minutes
 #   bench/fuzz.sh 60 --target cupti     # one target
 #   bench/fuzz.sh 0 --replay fuzz/crashes/kineto-crash-....bin
+#
+# The coverage-guided fuzzer (cargo-fuzz and libFuzzer, on stable through
+# RUSTC_BOOTSTRAP=1) has the same targets and more: fuzz/run.sh SECONDS
+# (fuzz/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
