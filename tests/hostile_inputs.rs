@@ -544,6 +544,7 @@ fn a_single_line_trace_of_a_few_mb() {
 /// Runs `gapscope analyze --format json FILE` and gives its peak resident
 /// memory (KiB, from `wait4`'s rusage: this child only).
 #[cfg(target_os = "linux")]
+#[allow(clippy::zombie_processes)] // reaped by wait4 below, for its rusage
 fn analyze_peak(path: &Path, deadline: Duration) -> (Out, u64) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_gapscope"))
         .args(["analyze", "--format", "json"])

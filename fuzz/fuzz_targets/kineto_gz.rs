@@ -21,7 +21,12 @@ fuzz_target!(|data: &[u8]| {
     } else {
         rest
     };
-    if let Ok(imported) = import_bytes_partial(input, "fuzz.gz", &ImportOptions::default(), &ReadLimits::default()) {
+    if let Ok(imported) = import_bytes_partial(
+        input,
+        "fuzz.gz",
+        &ImportOptions::default(),
+        &ReadLimits::default(),
+    ) {
         let _ = imported.warnings("fuzz.gz");
         let t = &imported.trace;
         std::hint::black_box(t.gpu.len() + t.runtime.len() + t.cpu_ops.len() + t.markers.len());

@@ -10,7 +10,9 @@ fuzz_target!(|data: &[u8]| {
     if data.starts_with(&[0x1f, 0x8b]) {
         return;
     }
-    if let Ok(imported) = import_bytes_partial(data, "fuzz", &ImportOptions::default(), &ReadLimits::default()) {
+    if let Ok(imported) =
+        import_bytes_partial(data, "fuzz", &ImportOptions::default(), &ReadLimits::default())
+    {
         // What the CLI does next: the warning lines and the row counts.
         let _ = imported.warnings("fuzz");
         let t = &imported.trace;

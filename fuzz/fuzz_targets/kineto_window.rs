@@ -56,9 +56,16 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(w.trace.meta.origin_ns, c.trace.meta.origin_ns, "origin");
             assert_eq!(w.truncated, c.truncated, "truncation");
             assert_eq!(w.events, c.events, "events read");
-            assert_eq!(comparable(&analyze(&w.trace, &opts)), comparable(&analyze(&c.trace, &opts)));
+            assert_eq!(
+                comparable(&analyze(&w.trace, &opts)),
+                comparable(&analyze(&c.trace, &opts))
+            );
         }
         (Err(w), Err(c)) => assert_eq!(w.to_string(), c.to_string()),
-        (w, c) => panic!("whole: {:?}\nwindowed: {:?}", w.map(|i| i.events), c.map(|i| i.events)),
+        (w, c) => panic!(
+            "whole: {:?}\nwindowed: {:?}",
+            w.map(|i| i.events),
+            c.map(|i| i.events)
+        ),
     }
 });
