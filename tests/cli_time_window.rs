@@ -212,6 +212,42 @@ fn bad_window_syntax_is_one_line_and_exit_2() {
 }
 
 #[test]
+fn the_text_output_names_the_window() {
+    let dir = TempDir::new("tw-text");
+    let p = dir.file("t.json", TRACE.as_bytes());
+    let r = gapscope([
+        "analyze".as_ref(),
+        "--time-window".as_ref(),
+        "0.5ms..1.5ms".as_ref(),
+        p.as_os_str(),
+    ])
+    .expect_code(0);
+    let lines: Vec<&str> = r.stdout.lines().take(3).collect();
+    assert_eq!(
+        lines[1..],
+        [
+            "time window: 0.50 ms to 1.50 ms (from the trace's first event; ops at the edges cut)",
+            "window: 2 steps #1..#2 of 2 in the trace, 1.00 ms",
+        ]
+    );
+    let r = gapscope([
+        "analyze".as_ref(),
+        "--time-window".as_ref(),
+        "..0.05ms".as_ref(),
+        p.as_os_str(),
+    ])
+    .expect_code(0);
+    let lines: Vec<&str> = r.stdout.lines().take(3).collect();
+    assert_eq!(
+        lines[1..],
+        [
+            "time window: the trace's start to 0.05 ms (from the trace's first event; ops at the edges cut)",
+            "window: step #1 of 2 in the trace, 0.05 ms",
+        ]
+    );
+}
+
+#[test]
 fn the_help_shows_the_option_with_an_example() {
     let r = gapscope(["analyze", "--help"]).expect_code(0);
     assert!(r.stdout.contains("--time-window <START..END>"), "{}", r.stdout);

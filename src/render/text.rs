@@ -62,9 +62,9 @@ fn window_line(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
         let at = |v: Option<i64>, open: &str| v.map_or(open.to_string(), |n| format!("{} ms", ms(n)));
         writeln!(
             out,
-            "time window: {} to {} after the trace's first event (ops at its edges cut)",
-            at(t.start_ns, "its start"),
-            at(t.end_ns, "its end")
+            "time window: {} to {} (from the trace's first event; ops at the edges cut)",
+            at(t.start_ns, "the trace's start"),
+            at(t.end_ns, "the trace's end")
         )?;
     }
     match w.basis.as_str() {
@@ -88,6 +88,10 @@ fn window_line(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
         "empty" => writeln!(
             out,
             "window: empty: the step selection matched no step in the trace"
+        ),
+        _ if w.time_window.is_some() => writeln!(
+            out,
+            "window: first to last event in the time window, {dur} ms (no ProfilerStep range in it)"
         ),
         _ => writeln!(
             out,
