@@ -281,3 +281,26 @@ fn importer_drop_and_analysis_cut_agree_on_the_demo() {
         assert_eq!(whole, dropped, "window {w}");
     }
 }
+
+/// A gzip trace from a pipe can be read only once: a window with a start
+/// (two passes) reads what the pipe gave from memory.
+#[cfg(unix)]
+#[test]
+fn a_piped_gzip_trace_takes_a_window() {
+    let dir = TempDir::new("tw-fifo");
+    let fifo = dir.path().join("in.json.gz");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, gzip(TRACE.as_bytes())).unwrap())
+    };
+    let j = analyze(&fifo, &["--time-window", "0.5ms..1.5ms"])
+        .expect_code(0)
+        .json();
+    writer.join().unwrap();
+    assert_eq!(window(&j), (500 * US, 1500 * US, 700 * US, 300 * US));
+}

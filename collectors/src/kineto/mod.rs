@@ -83,17 +83,27 @@ pub fn import_file_partial(
     };
     let bytes = read(path).map_err(io)?;
     if is_gzip(&bytes) {
-        // Streamed from the file, not the map: the compressed pages would
-        // stay resident.
         let size = bytes.len();
-        drop(bytes);
-        let open = || -> std::io::Result<Box<dyn Read>> {
-            Ok(Box::new(std::io::BufReader::with_capacity(
-                1 << 20,
-                std::fs::File::open(path)?,
-            )))
-        };
-        import(&Input::Gzip { open: &open, size }, &file, opts, limits)
+        match bytes {
+            // A regular file is streamed from the file, not the map (the
+            // compressed pages would stay resident), and opened again for
+            // a second pass.
+            FileBytes::Mapped(map) => {
+                drop(map);
+                let open = || -> std::io::Result<Box<dyn Read>> {
+                    Ok(Box::new(std::io::BufReader::with_capacity(
+                        1 << 20,
+                        std::fs::File::open(path)?,
+                    )))
+                };
+                import(&Input::Gzip { open: &open, size }, &file, opts, limits)
+            }
+            // A pipe can be read once: what it gave is in memory.
+            FileBytes::Read(data) => {
+                let open = || -> std::io::Result<Box<dyn Read + '_>> { Ok(Box::new(&data[..])) };
+                import(&Input::Gzip { open: &open, size }, &file, opts, limits)
+            }
+        }
     } else {
         let map = match &bytes {
             FileBytes::Mapped(m) => Some(m),
