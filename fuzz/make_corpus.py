@@ -4,13 +4,17 @@ traces: the same seeds the stable fuzzer (collectors/examples/fuzz_import.rs)
 cuts, 8 small traces per .json/.json.gz file under the given folders (its
 header keys and 1-24 consecutive events), never committed.
 
-    python3 fuzz/make_corpus.py [--seed N] [DIR ...]   # default: ../shared/traces fixtures
+    python3 fuzz/make_corpus.py [--seed N] [--gapscope BIN] [DIR ...]
+                                  # default DIRs: ../shared/traces fixtures
 
 Standard library only. Writes:
   kineto_json/   the small traces, pretty-printed;
   kineto_gz/     each as 0x00 + JSON (the target compresses it) and, for one
                  in four, 0x01 + the gzip file itself (mutated as bytes);
   kineto_window/ 5 bytes choosing a time window + the JSON;
+  capture/       0x80 or 0xc0 + the JSON (the target writes it as a .gst
+                 capture); with --gapscope, also 0x00 + the capture that
+                 `gapscope export --format gst` writes;
   cupti_decode/  0x80 + random bytes (the target builds records of known
                  kinds from them) and raw random buffers.
 """
@@ -21,7 +25,9 @@ import hashlib
 import json
 import os
 import random
+import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -48,6 +54,19 @@ def load(path):
         return None
 
 
+def capture(gapscope, text):
+    """`text` written as a .gst capture by `gapscope export`, or None."""
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = os.path.join(d, "t.json"), os.path.join(d, "t.gst")
+        with open(src, "wb") as f:
+            f.write(text)
+        r = subprocess.run([gapscope, "export", "--format", "gst", "-q", "-o", dst, src], capture_output=True)
+        if r.returncode != 0 or not os.path.exists(dst):
+            return None
+        with open(dst, "rb") as f:
+            return f.read()
+
+
 def put(folder, data):
     os.makedirs(folder, exist_ok=True)
     name = hashlib.sha1(data).hexdigest()
@@ -60,6 +79,7 @@ def main():
     ap.add_argument("dirs", nargs="*")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=os.path.join(HERE, "corpus"))
+    ap.add_argument("--gapscope", help="a gapscope binary, to add seeds that are captures")
     a = ap.parse_args()
     dirs = a.dirs or [os.path.join(HERE, "..", "..", "shared", "traces"), os.path.join(HERE, "..", "fixtures")]
     rng = random.Random(a.seed)
@@ -84,6 +104,11 @@ def main():
             put(os.path.join(a.out, "kineto_window"), window + text)
             if rng.randrange(4) == 0:
                 put(os.path.join(a.out, "kineto_gz"), b"\x01" + gzip.compress(text, 1))
+            put(os.path.join(a.out, "capture"), bytes([0x80 | rng.randrange(2) << 6]) + text)
+            if a.gapscope:
+                gst = capture(a.gapscope, text)
+                if gst:
+                    put(os.path.join(a.out, "capture"), b"\x00" + gst)
             n += 1
     for _ in range(64):
         size = 64 + rng.randrange(2048)

@@ -12,13 +12,14 @@
 #   fuzz/run.sh 60 kineto_gz               # one target
 #   NICE=19 fuzz/run.sh 3600 &             # an hour each, on idle CPU only
 #   fuzz/run.sh replay fuzz/artifacts/kineto_json/crash-...   # rerun one input
+#   GAPSCOPE=target/debug/gapscope fuzz/run.sh 600 capture   # seeds that are .gst captures too
 #
 # Needs: cargo install cargo-fuzz (crates.io), a C++ compiler.
 set -euo pipefail
 cd "$(dirname "$0")"
 export RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gapscope-cargo-fuzz}"
-all=(kineto_json kineto_gz kineto_window cupti_decode)
+all=(kineto_json kineto_gz kineto_window cupti_decode capture)
 if [ "${1:-}" = replay ]; then
   input="$2"
   target="$(basename "$(dirname "$input")")"
@@ -28,7 +29,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
-[ -d corpus ] || python3 make_corpus.py
+[ -d corpus ] || python3 make_corpus.py ${GAPSCOPE:+--gapscope "$GAPSCOPE"}
 cargo fuzz build -O
 mkdir -p logs
 status=0

@@ -1,0 +1,66 @@
+//! The capture reader (`capture::read_bytes`, docs/capture-format.md).
+//! First byte below 0x80: the rest is a capture as it is; what reads must
+//! have finite parent chains and in-range links, and write and read back
+//! equal. From 0x80: the rest is Kineto JSON, imported and written as a
+//! capture, which must read back equal; with bit 0x40 also set, one byte of
+//! the written capture (picked from the input) is then changed and the
+//! damaged capture read, so mutations reach the reader past the checksums'
+//! framing of a valid file.
+#![no_main]
+
+use gapscope_collectors::capture;
+use gapscope_collectors::kineto::{import_bytes_partial, ImportOptions, ReadLimits};
+use gapscope_collectors::trace::Trace;
+use libfuzzer_sys::fuzz_target;
+
+fn check(t: &Trace) {
+    for op in 0..t.cpu_ops.len() as u32 {
+        assert!(t.ancestors(op).count() <= t.cpu_ops.len());
+    }
+    let is_row = |l: u32, n: usize| l == u32::MAX || (l as usize) < n;
+    assert!(t.links.gpu_launch.iter().all(|&l| is_row(l, t.runtime.len())));
+    assert!(t.links.runtime_op.iter().all(|&l| is_row(l, t.cpu_ops.len())));
+}
+
+fn round_trip(t: &Trace) -> Vec<u8> {
+    let mut out = Vec::new();
+    capture::write(t, &mut out).expect("a trace writes");
+    let back = capture::read_bytes(&out, "fuzz").expect("a written capture reads");
+    assert_eq!(format!("{:?}", back.gpu), format!("{:?}", t.gpu));
+    assert_eq!(format!("{:?}", back.runtime), format!("{:?}", t.runtime));
+    assert_eq!(format!("{:?}", back.cpu_ops), format!("{:?}", t.cpu_ops));
+    assert_eq!(format!("{:?}", back.markers), format!("{:?}", t.markers));
+    assert_eq!(format!("{:?}", back.links), format!("{:?}", t.links));
+    out
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    if mode < 0x80 {
+        if let Ok(t) = capture::read_bytes(rest, "fuzz") {
+            check(&t);
+            round_trip(&t);
+        }
+        return;
+    }
+    if rest.starts_with(&[0x1f, 0x8b]) {
+        return;
+    }
+    let Ok(imported) = import_bytes_partial(rest, "fuzz", &ImportOptions::default(), &ReadLimits::default())
+    else {
+        return;
+    };
+    let mut bytes = round_trip(&imported.trace);
+    if mode & 0x40 != 0 && !bytes.is_empty() {
+        let h = rest.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+        let at = (h % bytes.len() as u64) as usize;
+        bytes[at] ^= (h >> 32) as u8 | 1;
+        if let Ok(t) = capture::read_bytes(&bytes, "fuzz") {
+            check(&t);
+        }
+    }
+});
