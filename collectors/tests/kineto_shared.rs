@@ -46,6 +46,21 @@ const EXPECTED: &[Expected] = &[
     ("kineto-tb-plugin/gpu_metrics_expected.json", 30, 2, 0, 0, 42, 180, 1, 4, &[0]),
     ("kineto-tb-plugin/gpu_metrics_input.json", 30, 2, 0, 0, 42, 180, 1, 4, &[0]),
     ("kineto-tb-plugin/resnet50_num_workers_0.worker0.1623143089861.pt.trace.json.gz", 8772, 12, 312, 0, 11923, 23647, 6, 4, &[0]),
+    ("param/dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz", 245, 16, 0, 0, 525, 1674, 1, 8, &[0]),
+    ("param/dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz", 310, 16, 0, 0, 527, 1674, 1, 8, &[1]),
+    ("param/dlrm_8rank/worker2_step_12.1694128201554.pt.trace.json.gz", 246, 16, 0, 0, 513, 1674, 1, 8, &[2]),
+    ("param/dlrm_8rank/worker3_step_12.1694128201557.pt.trace.json.gz", 315, 16, 6, 0, 541, 1674, 1, 8, &[3]),
+    ("param/dlrm_8rank/worker4_step_12.1694128201547.pt.trace.json.gz", 251, 16, 6, 0, 523, 1674, 1, 8, &[4]),
+    ("param/dlrm_8rank/worker5_step_12.1694128201549.pt.trace.json.gz", 245, 16, 0, 0, 505, 1674, 1, 8, &[5]),
+    ("param/dlrm_8rank/worker6_step_12.1694128201553.pt.trace.json.gz", 246, 16, 0, 0, 515, 1674, 1, 8, &[6]),
+    ("param/dlrm_8rank/worker7_step_12.1694128201553.pt.trace.json.gz", 246, 16, 0, 0, 504, 1674, 1, 8, &[7]),
+    ("tracelens/b200/eager_trace.json.gz", 768, 161, 0, 0, 1372, 20042, 0, 8, &[0]),
+    ("tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", 1465, 1, 241, 0, 1922, 8450, 1, 1, &[0]),
+    ("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz", 555, 3, 0, 0, 29, 884, 0, 1, &[9]),
+    ("tracelens/inference/vllm_decode_full/capture_traces/graph_capture_rank_0.1773709742341309550.pt.trace.json.gz", 7, 3, 0, 0, 3128, 123722, 0, 8, &[2]),
+    ("tracelens/inference/vllm_decode_full/graph_execution.json.gz", 425, 9, 0, 0, 20, 1085, 0, 8, &[2]),
+    ("tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz", 8042, 23, 1, 0, 30453, 161990, 1, 1, &[2]),
+    ("tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", 1516, 1, 0, 0, 1707, 8887, 1, 1, &[2]),
 ];
 
 /// (file, kernels, memcpy, memset, sync, runtime, cpu ranges, steps, devices, active devices)
