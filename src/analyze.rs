@@ -4,11 +4,11 @@
 //! unreadable file stops the run with one error line and no partial output
 //! (a JSON consumer never sees half an array).
 
-use crate::cli::{parse_time_window, AnalyzeArgs, Format};
+use crate::cli::{AnalyzeArgs, Format};
 use crate::render;
 use anyhow::{Context, Result};
 use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
-use gapscope_analyzers::window::{self, TimeRange, TimeWindowError, WindowOptions};
+use gapscope_analyzers::window::{self, parse_time_window, TimeRange, WindowOptions};
 use gapscope_collectors::capture;
 use gapscope_collectors::kineto::{self, ImportOptions, Imported, ReadLimits, TimeWindow};
 use gapscope_collectors::trace::{Ns, Trace};
@@ -190,44 +190,7 @@ fn check_window(
     t: TimeRange,
     extent: (Ns, Ns),
 ) -> Result<()> {
-    match window::check_time_window(trace, steps, t, extent) {
-        Ok(()) => Ok(()),
-        Err(TimeWindowError::OutsideTrace { extent }) => Err(anyhow::anyhow!(
-            "{name}: the time window {text} is outside the trace, whose events run from {} to {} after its \
-             first event; choose a window within that range",
-            human_ns(extent.0),
-            human_ns(extent.1)
-        )),
-        Err(TimeWindowError::NoSteps) => Err(anyhow::anyhow!(
-            "{name}: --steps/--exclude-last-step select no step, so the time window {text} has nothing to \
-             cut; check the step numbers against the trace's ProfilerStep#N"
-        )),
-        Err(TimeWindowError::OutsideSteps { steps, span }) => Err(anyhow::anyhow!(
-            "{name}: the time window {text} and the selected steps ({}..{}, from {} to {}) do not overlap; \
-             widen the window or choose other steps",
-            steps.0,
-            steps.1,
-            human_ns(span.0),
-            human_ns(span.1)
-        )),
-    }
-}
-
-/// `1.234 s`, `12.5 ms`, `40 µs`, `7 ns`.
-fn human_ns(ns: Ns) -> String {
-    let a = ns.unsigned_abs() as f64;
-    let (v, unit) = if a >= 1e9 {
-        (ns as f64 / 1e9, "s")
-    } else if a >= 1e6 {
-        (ns as f64 / 1e6, "ms")
-    } else if a >= 1e3 {
-        (ns as f64 / 1e3, "µs")
-    } else {
-        return format!("{ns} ns");
-    };
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    format!("{s} {unit}")
+    window::check_time_window(trace, steps, t, extent).map_err(|e| anyhow::anyhow!(e.message(name, text)))
 }
 
 fn one_line(s: &str) -> String {

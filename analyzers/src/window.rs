@@ -69,6 +69,140 @@ pub enum TimeWindowError {
     },
 }
 
+impl TimeWindowError {
+    /// The error as one line for the user: `name` is the trace as the user
+    /// named it, `text` the window as they wrote it.
+    pub fn message(&self, name: &str, text: &str) -> String {
+        match self {
+            TimeWindowError::OutsideTrace { extent } => format!(
+                "{name}: the time window {text} is outside the trace, whose events run from {} to {} after its \
+                 first event; choose a window within that range",
+                human_ns(extent.0),
+                human_ns(extent.1)
+            ),
+            TimeWindowError::NoSteps => format!(
+                "{name}: --steps/--exclude-last-step select no step, so the time window {text} has nothing to \
+                 cut; check the step numbers against the trace's ProfilerStep#N"
+            ),
+            TimeWindowError::OutsideSteps { steps, span } => format!(
+                "{name}: the time window {text} and the selected steps ({}..{}, from {} to {}) do not overlap; \
+                 widen the window or choose other steps",
+                steps.0,
+                steps.1,
+                human_ns(span.0),
+                human_ns(span.1)
+            ),
+        }
+    }
+}
+
+/// Parses `START..END` (`2.5s..4s`, `..4s`, `2.5s..`) into ns after the
+/// trace's first event. Every bound needs a unit (ns, us, ms, s) and a whole
+/// number of ns; the window must not be empty.
+pub fn parse_time_window(s: &str) -> Result<TimeRange, String> {
+    let Some((a, b)) = s.split_once("..") else {
+        return Err("write it as START..END with units, e.g. 2.5s..4s (or ..4s, 2.5s..)".into());
+    };
+    let bound = |t: &str| -> Result<Option<i64>, String> {
+        let t = t.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        duration_ns(t).map(Some)
+    };
+    let (start, end) = (bound(a)?, bound(b)?);
+    match (start, end) {
+        (None, None) => Err("give a start, an end or both, e.g. 2.5s..4s".into()),
+        (Some(a), Some(b)) if a >= b => Err("the window is empty: START must be before END".into()),
+        (_, Some(0)) => Err("the window is empty: END must be after the trace's start".into()),
+        _ => Ok(TimeRange {
+            start_ns: start,
+            end_ns: end,
+        }),
+    }
+}
+
+/// `2.5s`, `1500ms`, `40us`, `7ns` in ns, exactly.
+fn duration_ns(t: &str) -> Result<i64, String> {
+    let bad = || format!("`{t}` is not a time; write a number and a unit: ns, us, ms or s (e.g. 2.5s)");
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(bad)?;
+    let (num, unit) = t.split_at(split);
+    let scale: u64 = match unit.trim() {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return Err(bad()),
+    };
+    let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+    if (whole.is_empty() && frac.is_empty()) || frac.contains('.') || frac.len() > 9 {
+        return Err(bad());
+    }
+    let too_big = || format!("`{t}` is too large a time");
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| too_big())?
+    };
+    let frac_scaled = if frac.is_empty() {
+        0
+    } else {
+        let digits: u64 = frac.parse().map_err(|_| bad())?;
+        let den = 10u64.pow(frac.len() as u32);
+        let ns = u128::from(digits) * u128::from(scale);
+        if ns % u128::from(den) != 0 {
+            return Err(format!("`{t}` is finer than 1 ns"));
+        }
+        (ns / u128::from(den)) as u64
+    };
+    whole
+        .checked_mul(scale)
+        .and_then(|w| w.checked_add(frac_scaled))
+        .and_then(|n| i64::try_from(n).ok())
+        .ok_or_else(too_big)
+}
+
+/// Parses `A..B` (also `A..=B` and a single `A`) into an inclusive range.
+pub fn parse_steps(s: &str) -> Result<(u64, u64), String> {
+    let num = |t: &str| {
+        t.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("`{t}` is not a step number; write the range as A..B, e.g. 5..9"))
+    };
+    let (a, b) = match s.split_once("..") {
+        Some((a, b)) => (num(a)?, num(b.strip_prefix('=').unwrap_or(b))?),
+        None => {
+            let a = num(s)?;
+            (a, a)
+        }
+    };
+    if a > b {
+        return Err(format!(
+            "the range {s} is empty; the first step must not be after the last"
+        ));
+    }
+    Ok((a, b))
+}
+
+/// `1.234 s`, `12.5 ms`, `40 µs`, `7 ns`.
+fn human_ns(ns: Ns) -> String {
+    let a = ns.unsigned_abs() as f64;
+    let (v, unit) = if a >= 1e9 {
+        (ns as f64 / 1e9, "s")
+    } else if a >= 1e6 {
+        (ns as f64 / 1e6, "ms")
+    } else if a >= 1e3 {
+        (ns as f64 / 1e3, "µs")
+    } else {
+        return format!("{ns} ns");
+    };
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} {unit}")
+}
+
 /// How to choose the analysed part of a trace.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WindowOptions {
@@ -436,6 +570,62 @@ impl CloneMeta for Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steps_ranges() {
+        assert_eq!(parse_steps("5..9"), Ok((5, 9)));
+        assert_eq!(parse_steps("5..=9"), Ok((5, 9)));
+        assert_eq!(parse_steps("7"), Ok((7, 7)));
+        assert!(parse_steps("9..5").is_err());
+        assert!(parse_steps("a..5").is_err());
+        assert!(parse_steps("..5").is_err());
+    }
+
+    #[test]
+    fn time_windows() {
+        let w = |a, b| {
+            Ok(TimeRange {
+                start_ns: a,
+                end_ns: b,
+            })
+        };
+        assert_eq!(
+            parse_time_window("2.5s..4s"),
+            w(Some(2_500_000_000), Some(4_000_000_000))
+        );
+        assert_eq!(parse_time_window("..4s"), w(None, Some(4_000_000_000)));
+        assert_eq!(parse_time_window("2.5s.."), w(Some(2_500_000_000), None));
+        assert_eq!(
+            parse_time_window("1500ms..2s"),
+            w(Some(1_500_000_000), Some(2_000_000_000))
+        );
+        assert_eq!(parse_time_window("40us..0.05ms"), w(Some(40_000), Some(50_000)));
+        assert_eq!(parse_time_window("0ns..7ns"), w(Some(0), Some(7)));
+        assert_eq!(
+            parse_time_window(" 1 s .. 2 s "),
+            w(Some(1_000_000_000), Some(2_000_000_000))
+        );
+        assert_eq!(parse_time_window(".5s.."), w(Some(500_000_000), None));
+        for bad in [
+            "",
+            "..",
+            "4s",
+            "2.5..4s",
+            "2.5x..4s",
+            "-1s..2s",
+            "4s..2s",
+            "2s..2s",
+            "..0s",
+            "1.5ns..2ns",
+            "1..2",
+            "s..2s",
+            "1.2.3s..4s",
+            "99999999999s..",
+            "1e3s..",
+        ] {
+            assert!(parse_time_window(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
 
     #[test]
     fn step_numbers_parse() {

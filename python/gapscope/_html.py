@@ -1,0 +1,72 @@
+"""The inline view of an Analysis in Jupyter: the report's summary (per
+device, where the window's time went and why it was idle) and its findings,
+as one HTML fragment with its own scoped styles."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Dict
+
+from ._diagnosis import ms
+
+# The report's colours for the breakdown's parts.
+_PARTS = (
+    ("compute_ns", "compute", "#4e79a7"),
+    ("communication_ns", "communication", "#f28e2b"),
+    ("memcpy_ns", "memcpy", "#59a14f"),
+    ("memset_ns", "memset", "#76b7b2"),
+    ("idle_ns", "idle", "#e15759"),
+)
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{part / whole:.1%}" if whole > 0 else "n/a"
+
+
+def summary_html(s: Dict[str, Any], max_findings: int = 10) -> str:
+    w = s["window"]
+    e = escape
+    out = ['<div class="gapscope-summary" style="font-family:system-ui,sans-serif;font-size:13px">']
+    out.append(
+        f"<div><b>gapscope</b> · {e(s['source']['path'])} · window {ms(w['duration_ns'])}"
+        f" ({e(w['basis'])}{', steps ' + e(', '.join(map(str, w['steps_selected']))) if w['steps_selected'] else ''})</div>"
+    )
+    if not s["devices"]:
+        out.append("<p>No GPU activity in the analysed window.</p>")
+    for d in s["devices"]:
+        b = d["breakdown"]
+        total = b["window_ns"]
+        bar = "".join(
+            f'<span title="{label} {ms(b[key])} ({_pct(b[key], total)})" style="display:inline-block;height:12px;'
+            f'width:{100 * b[key] / total if total else 0:.3f}%;background:{colour}"></span>'
+            for key, label, colour in _PARTS
+        )
+        legend = " · ".join(f"{label} {_pct(b[key], total)}" for key, label, _ in _PARTS)
+        causes = sorted(((ns, c) for c, ns in d["idle_by_cause_ns"].items() if ns > 0), reverse=True)
+        cause_text = ", ".join(f"{e(c)} {ms(ns)} ({_pct(ns, total)})" for ns, c in causes) or "none"
+        out.append(
+            f"<div style='margin-top:6px'><b>GPU {d['device']}</b> {e(d['name'])}: idle "
+            f"<b>{_pct(b['idle_ns'], total)}</b> of {ms(total)}"
+            f"<div style='width:100%;max-width:640px;white-space:nowrap;font-size:0'>{bar}</div>"
+            f"<div>{legend}</div><div>idle by cause: {cause_text}</div></div>"
+        )
+    findings = s["findings"]
+    if findings:
+        rows = []
+        for f in findings[:max_findings]:
+            at = f.get("source") or f.get("operator") or f.get("annotation") or ""
+            saves = ms(f["est_savings_ns"]) if f["est_savings_ns"] > 0 else "not estimable"
+            rows.append(
+                f"<tr><td>{e(f['detector'])}</td><td>GPU {f['device']}</td><td>{e(f['title'])}</td>"
+                f"<td style='text-align:right'>{saves}</td><td><code>{e(at)}</code></td><td>{e(f['hint'])}</td></tr>"
+            )
+        more = f"<div>… and {len(findings) - max_findings} more in .findings</div>" if len(findings) > max_findings else ""
+        out.append(
+            "<table style='margin-top:8px;border-collapse:collapse'><thead><tr><th>detector</th><th>device</th>"
+            "<th>finding</th><th>est. savings</th><th>where</th><th>what to change</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>" + more
+        )
+    else:
+        out.append("<p>No findings.</p>")
+    out.append("</div>")
+    return "".join(out)
