@@ -53,17 +53,25 @@ def summary_html(s: Dict[str, Any], max_findings: int = 10) -> str:
     findings = s["findings"]
     if findings:
         rows = []
-        for f in findings[:max_findings]:
+        cell = "padding:4px 8px;vertical-align:top;border-top:1px solid #ddd"
+        for i, f in enumerate(findings[:max_findings], 1):
             at = f.get("source") or f.get("operator") or f.get("annotation") or ""
-            saves = ms(f["est_savings_ns"]) if f["est_savings_ns"] > 0 else "not estimable"
+            saves = f["est_savings_ns"]
+            saving = (f"{ms(saves)}<br><span style='color:#666'>{_pct(saves, w['duration_ns'])} of the window</span>"
+                      if saves > 0 else "<span style='color:#666'>not estimable</span>")
             rows.append(
-                f"<tr><td>{e(f['detector'])}</td><td>GPU {f['device']}</td><td>{e(f['title'])}</td>"
-                f"<td style='text-align:right'>{saves}</td><td><code>{e(at)}</code></td><td>{e(f['hint'])}</td></tr>"
+                f"<tr><td style='{cell}'>{i}</td>"
+                f"<td style='{cell}'>{e(f['title'])}<div style='color:#555;margin-top:2px'>{e(f['hint'])}</div></td>"
+                f"<td style='{cell};white-space:nowrap;text-align:right'>{saving}</td>"
+                f"<td style='{cell};min-width:200px;max-width:320px;overflow-wrap:anywhere'><code>{e(at)}</code>"
+                f"<div style='color:#666'>{e(f['detector'])} · GPU {f['device']}</div></td></tr>"
             )
         more = f"<div>… and {len(findings) - max_findings} more in .findings</div>" if len(findings) > max_findings else ""
+        head = "padding:4px 8px;text-align:left"
         out.append(
-            "<table style='margin-top:8px;border-collapse:collapse'><thead><tr><th>detector</th><th>device</th>"
-            "<th>finding</th><th>est. savings</th><th>where</th><th>what to change</th></tr></thead><tbody>"
+            "<table style='margin-top:8px;border-collapse:collapse;max-width:1000px'><thead><tr>"
+            f"<th style='{head}'>#</th><th style='{head}'>finding and what to change</th>"
+            f"<th style='{head}'>est. savings</th><th style='{head}'>where</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>" + more
         )
     else:

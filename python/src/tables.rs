@@ -363,6 +363,6 @@ pub fn launches(inp: &Inputs) -> PolarsResult<DataFrame> {
             l.iter()
                 .map(|x| op_row(x).map_or(Str::Null, |o| op_name(t, cx.operator[o as usize]))),
         ),
-        opt_ints::<UInt32Type>("op_row", l.iter().map(|x| op_row(x))),
+        opt_ints::<UInt32Type>("op_row", l.iter().map(op_row)),
     ])
 }

@@ -224,3 +224,26 @@ def test_repr_html_shows_summary_and_findings(pair):
     if not j["findings"]:
         assert "No findings." in html
     assert "<script" not in html
+
+
+def test_report_and_export_are_the_clis_files(traces, cli, tmp_path):
+    p = traces / SHARED[0]
+    for fmt, name in [(None, "r.html"), ("md", "r.md")]:
+        ours = gapscope.report(p, tmp_path / name, format=fmt)
+        flags = ["--format", fmt] if fmt else []
+        subprocess.run([cli, "report", str(p), "-o", str(tmp_path / f"cli-{name}"), "--quiet", *flags], check=True)
+        assert open(ours, "rb").read() == (tmp_path / f"cli-{name}").read_bytes()
+    html = (tmp_path / "r.html").read_text()
+    assert html.lstrip().lower().startswith("<!doctype html")
+    a = gapscope.analyze(p, exclude_last_step=True)
+    a.report(tmp_path / "a.md", format="md")
+    subprocess.run([cli, "report", str(p), "-o", str(tmp_path / "cli-a.md"), "--format", "md", "--quiet",
+                    "--exclude-last-step"], check=True)
+    assert (tmp_path / "a.md").read_bytes() == (tmp_path / "cli-a.md").read_bytes()
+    for fmt in ("perfetto", "chrome", "gst"):
+        out = gapscope.export(p, tmp_path / f"x.{fmt}", format=fmt)
+        subprocess.run([cli, "export", str(p), "-o", str(tmp_path / f"cli.{fmt}"), "--format", fmt, "--quiet"],
+                       check=True)
+        assert open(out, "rb").read() == (tmp_path / f"cli.{fmt}").read_bytes(), fmt
+    # The capture reads back as the same analysis.
+    assert gapscope.analyze(tmp_path / "x.gst").summary["devices"] == gapscope.analyze(p).summary["devices"]
