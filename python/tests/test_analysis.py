@@ -139,6 +139,32 @@ def test_gaps_add_up_to_each_devices_idle_time(pair):
     assert overlaps.height == 0
 
 
+def test_gaps_name_what_the_summary_names(pair):
+    # The string columns (views into the trace's string pool) carry the
+    # names the analysis reports: every top idle operator's time is found
+    # under its cause, operator, annotation and source, and every top gap
+    # holds a segment with its cause and culprit.
+    a, j = pair
+    g = a.gaps
+
+    def match(df, d, item):
+        cond = (pl.col("device") == d) & (pl.col("cause") == item["cause"])
+        for k in ("operator", "annotation", "source"):
+            cond &= pl.col(k).is_null() if item[k] is None else (pl.col(k) == item[k])
+        return df.filter(cond)
+
+    for d in j["devices"]:
+        for t in d["top_idle_operators"]:
+            m = match(g, d["device"], t)
+            # Stacks that show the same frame are one row here, so never less.
+            assert m["dur_ns"].sum() >= t["idle_ns"] and m.height >= t["count"], t
+        for t in d["top_gaps"]:
+            inside = g.filter((pl.col("start_ns") >= t["start_ns"])
+                              & (pl.col("start_ns") + pl.col("dur_ns") <= t["start_ns"] + t["dur_ns"]))
+            assert inside["dur_ns"].sum() == t["dur_ns"], t
+            assert match(inside, d["device"], t).height >= 1, t
+
+
 def test_idle_by_cause_is_the_breakdowns_idle(pair):
     a, j = pair
     t = a.idle_by_cause
