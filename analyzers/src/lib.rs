@@ -14,6 +14,7 @@ pub mod evidence;
 pub mod gaps;
 pub mod idle;
 pub mod intervals;
+pub mod job;
 pub mod kinds;
 pub mod launch_stats;
 pub mod segments;

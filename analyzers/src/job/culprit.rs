@@ -1,0 +1,453 @@
+//! Culprit and victims: the wait of the ranks that arrived early at a
+//! collective is put on the rank that arrived last, and on what that rank
+//! was doing instead.
+//!
+//! # What the late rank was doing
+//!
+//! Each member's window runs from the end of its previous collective that
+//! matched other ranks' (the last point where the ranks were in step; the
+//! window's start when there is none) to its arrival, and splits into
+//! parts: compute, communication (other collectives, and unmatched calls in
+//! between), copies, memsets and idle time by cause (the calls' lead-ins).
+//! Arrival is window start plus the parts, so the late rank's arrival minus
+//! its peers' mean arrival splits exactly into
+//!
+//! ```text
+//! (start - peers' mean start)  +  sum over parts of (part - peers' mean part)
+//!  `late_start`                    `compute`, `dataloader`, `cpu_op`, ...
+//! ```
+//!
+//! The largest term is the cause; within it, the operator whose time grew
+//! the most (from the lead-ins' top operators) is named. A rank that
+//! started the step later than its peers is said to, with no operator:
+//! what delayed it happened before the traced window.
+//!
+//! # Findings
+//!
+//! A collective counts when the last rank's lead over the second-last (its
+//! lateness) is at least [`JobOptions::min_lateness_ns`] and four times the
+//! two ranks' alignment residuals. Collectives of one step with the same
+//! culprit and cause make one `straggler_wait` finding; its saving is the
+//! replay with the culprit arriving with the second-last at each of them.
+//! A rank that is the culprit of at least half of the job's late time, in
+//! at least two steps and at least half of the steps with a late rank, gets
+//! a `consistent_straggler` finding as well.
+
+use super::arrivals::{Clock, Timed};
+use super::finding::{human, rank_list, JobFinding};
+use super::replay::StepModel;
+use super::summary::RankSummary;
+use super::JobOptions;
+use crate::intervals;
+use gapscope_collectors::trace::Ns;
+use std::collections::{BTreeMap, HashMap};
+
+/// Why the last rank of one collective was late.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Blame {
+    /// `late_start` or a lead-in part name.
+    pub cause: String,
+    /// That term of the split, ns.
+    pub excess_ns: Ns,
+    /// The operator whose time grew the most in that part.
+    pub operator: Option<String>,
+    /// How much it grew, ns.
+    pub operator_excess_ns: Ns,
+    /// Whether the late rank's window began at the window's start (the
+    /// step's start) rather than at a previous collective.
+    pub from_window_start: bool,
+}
+
+/// What one member did since the last collective it shared with the
+/// others: from the end of its previous matched call to its arrival.
+/// Calls in between that matched no other rank's count as part of it
+/// (their kernels as communication, or compute where compute overlapped).
+struct MemberWindow {
+    /// Start on the job's clock.
+    start: Ns,
+    /// Part name and ns, in [`LeadIn::parts`](super::summary::LeadIn::parts) order.
+    parts: Vec<(&'static str, Ns)>,
+    /// `(part, operator)` to ns.
+    ops: HashMap<(String, String), Ns>,
+    /// Whether it begins at the rank's window start.
+    from_window_start: bool,
+}
+
+/// Which calls of each rank matched another rank's.
+pub fn matched_calls(ranks: &[RankSummary], timed: &[Timed]) -> Vec<Vec<bool>> {
+    let mut m: Vec<Vec<bool>> = ranks.iter().map(|r| vec![false; r.collectives.len()]).collect();
+    for t in timed {
+        for a in &t.arrivals {
+            m[a.rank][a.call] = true;
+        }
+    }
+    m
+}
+
+fn member_window(
+    ranks: &[RankSummary],
+    clock: &Clock,
+    matched: &[Vec<bool>],
+    r: usize,
+    c: usize,
+) -> MemberWindow {
+    let calls = &ranks[r].collectives;
+    let first = (0..c).rev().find(|&p| matched[r][p]).map_or(0, |p| p + 1);
+    let start_local = calls[first].lead_in.start_ns;
+    let mut parts: Vec<(&'static str, Ns)> = calls[c]
+        .lead_in
+        .parts()
+        .into_iter()
+        .map(|(n, _)| (n, 0))
+        .collect();
+    let mut ops: HashMap<(String, String), Ns> = HashMap::new();
+    for (i, call) in calls.iter().enumerate().take(c + 1).skip(first) {
+        for (slot, (_, ns)) in parts.iter_mut().zip(call.lead_in.parts()) {
+            slot.1 += ns;
+        }
+        for o in &call.lead_in.top_ops {
+            *ops.entry((o.part.clone(), o.operator.clone())).or_default() += o.ns;
+        }
+        if i < c {
+            // An unmatched call in between: its kernel time.
+            let dur = call.end_ns - call.start_ns;
+            let hidden = intervals::total(&call.compute_overlap);
+            parts[0].1 += hidden;
+            parts[1].1 += dur - hidden;
+        }
+    }
+    MemberWindow {
+        start: clock.at(r, start_local).unwrap_or(0),
+        parts,
+        ops,
+        from_window_start: start_local <= ranks[r].window.0,
+    }
+}
+
+/// Splits the last arriver's delay over its peers into the terms above and
+/// returns the largest.
+pub fn blame(ranks: &[RankSummary], clock: &Clock, matched: &[Vec<bool>], t: &Timed) -> Blame {
+    let windows: Vec<MemberWindow> = t
+        .arrivals
+        .iter()
+        .map(|a| member_window(ranks, clock, matched, a.rank, a.call))
+        .collect();
+    let (mine, peers) = windows.split_last().expect("an instance has members");
+    let n = peers.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&MemberWindow) -> f64| peers.iter().map(f).sum::<f64>() / n;
+    let mut terms: Vec<(String, f64)> =
+        vec![("late_start".into(), mine.start as f64 - mean(&|w| w.start as f64))];
+    for (i, &(part, ns)) in mine.parts.iter().enumerate() {
+        terms.push((part.to_string(), ns as f64 - mean(&|w| w.parts[i].1 as f64)));
+    }
+    let (cause, excess) = terms
+        .iter()
+        .fold(None::<&(String, f64)>, |best, t| match best {
+            Some(b) if b.1 >= t.1 => Some(b),
+            _ => Some(t),
+        })
+        .cloned()
+        .unwrap_or(("late_start".into(), 0.0));
+    let mut operator = None;
+    let mut operator_excess = 0.0;
+    let mut candidates: Vec<(&(String, String), &Ns)> =
+        mine.ops.iter().filter(|((p, _), _)| *p == cause).collect();
+    candidates.sort();
+    for (key, &ns) in candidates {
+        let grew = ns as f64 - mean(&|w| w.ops.get(key).copied().unwrap_or(0) as f64);
+        if grew > operator_excess && key.1 != "-" {
+            operator_excess = grew;
+            operator = Some(key.1.clone());
+        }
+    }
+    Blame {
+        cause,
+        excess_ns: excess.round() as Ns,
+        operator,
+        operator_excess_ns: operator_excess.round() as Ns,
+        from_window_start: mine.from_window_start,
+    }
+}
+
+/// Whether the last arriver of `t` held the others back by more than the
+/// noise of the clocks.
+pub fn is_significant(t: &Timed, residual: &[Ns], opts: &JobOptions) -> bool {
+    let n = t.arrivals.len();
+    let noise = 4 * (residual[t.arrivals[n - 1].rank] + residual[t.arrivals[n - 2].rank]);
+    t.lateness_ns >= opts.min_lateness_ns.max(noise)
+}
+
+/// One significant collective with its blame.
+pub struct Blamed<'a> {
+    /// The collective.
+    pub timed: &'a Timed,
+    /// Why its last rank was late.
+    pub blame: Blame,
+}
+
+/// `straggler_wait` findings, one per step, culprit and cause.
+pub fn straggler_findings(
+    ranks: &[RankSummary],
+    blamed: &[Blamed],
+    models: &HashMap<u64, StepModel>,
+) -> Vec<JobFinding> {
+    let mut groups: BTreeMap<(Option<u64>, usize, String), Vec<&Blamed>> = BTreeMap::new();
+    for b in blamed {
+        groups
+            .entry((b.timed.step, b.timed.last().rank, b.blame.cause.clone()))
+            .or_default()
+            .push(b);
+    }
+    groups
+        .into_iter()
+        .map(|((step, culprit, cause), items)| finding(ranks, step, culprit, &cause, &items, models))
+        .collect()
+}
+
+fn finding(
+    ranks: &[RankSummary],
+    step: Option<u64>,
+    culprit: usize,
+    cause: &str,
+    items: &[&Blamed],
+    models: &HashMap<u64, StepModel>,
+) -> JobFinding {
+    let worst = items
+        .iter()
+        .max_by_key(|b| (b.timed.lateness_ns, std::cmp::Reverse(b.timed.last_arrival())))
+        .expect("a group has members");
+    let mut wait: BTreeMap<i64, Ns> = BTreeMap::new();
+    for b in items {
+        for a in &b.timed.arrivals[..b.timed.arrivals.len() - 1] {
+            *wait.entry(ranks[a.rank].rank).or_default() += a.wait_ns;
+        }
+    }
+    let mut ops: HashMap<&str, Ns> = HashMap::new();
+    for b in items {
+        if let Some(o) = &b.blame.operator {
+            *ops.entry(o).or_default() += b.blame.operator_excess_ns;
+        }
+    }
+    let operator = ops
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+        .map(|(o, _)| o.to_string());
+    let cuts: HashMap<(usize, usize), Ns> = items
+        .iter()
+        .map(|b| ((b.timed.last().rank, b.timed.last().call), b.timed.lateness_ns))
+        .collect();
+    let est_savings_ns = step.and_then(|s| models.get(&s)).map_or(0, |m| m.saving(&cuts));
+    let cause_ns: Ns = items.iter().map(|b| b.blame.excess_ns.max(0)).sum();
+    let lateness_ns: Ns = items.iter().map(|b| b.timed.lateness_ns).sum();
+    let rank = ranks[culprit].rank;
+    let waiting: Vec<i64> = wait.keys().copied().collect();
+    let (lo, hi) = (
+        wait.values().copied().min().unwrap_or(0),
+        wait.values().copied().max().unwrap_or(0),
+    );
+    let waited = if hi - lo <= hi / 20 {
+        human(hi)
+    } else {
+        format!("{} to {}", human(lo), human(hi))
+    };
+    let kind = &worst.timed.kind;
+    let more = match items.len() {
+        1 => String::new(),
+        2 => " (and at 1 more collective)".to_string(),
+        n => format!(" (and at {} more collectives)", n - 1),
+    };
+    let step_text = step.map_or_else(|| "outside the steps".to_string(), |s| format!("step {s}"));
+    let from_start = worst.blame.from_window_start;
+    let title = format!(
+        "{step_text}: {} {} waited {waited} in {kind} #{}{more} for rank {rank}, {}",
+        if waiting.len() == 1 { "rank" } else { "ranks" },
+        rank_list(&waiting),
+        worst.timed.ordinal,
+        cause_phrase(cause, operator.as_deref(), cause_ns, from_start)
+    );
+    JobFinding {
+        id: "straggler_wait".into(),
+        title,
+        hint: hint(cause, rank, operator.as_deref()),
+        culprit_rank: Some(rank),
+        step,
+        steps: step.into_iter().collect(),
+        collective: Some(kind.clone()),
+        collective_ordinal: Some(worst.timed.ordinal as u64),
+        collectives: items.len() as u64,
+        cause: Some(cause.to_string()),
+        operator,
+        cause_ns,
+        lateness_ns,
+        total_wait_ns: wait.values().sum(),
+        wait_ns: wait,
+        est_savings_ns,
+    }
+}
+
+/// `consistent_straggler` findings (see the module's docs).
+pub fn consistent_findings(
+    ranks: &[RankSummary],
+    blamed: &[Blamed],
+    models: &HashMap<u64, StepModel>,
+) -> Vec<JobFinding> {
+    let total: Ns = blamed.iter().map(|b| b.timed.lateness_ns).sum();
+    let steps_with_late: std::collections::BTreeSet<u64> =
+        blamed.iter().filter_map(|b| b.timed.step).collect();
+    let mut by_rank: BTreeMap<usize, Vec<&Blamed>> = BTreeMap::new();
+    for b in blamed {
+        by_rank.entry(b.timed.last().rank).or_default().push(b);
+    }
+    let mut out = Vec::new();
+    for (culprit, items) in by_rank {
+        let mine: Ns = items.iter().map(|b| b.timed.lateness_ns).sum();
+        let steps: std::collections::BTreeSet<u64> = items.iter().filter_map(|b| b.timed.step).collect();
+        if total == 0 || mine * 2 < total || steps.len() < 2 || steps.len() * 2 < steps_with_late.len() {
+            continue;
+        }
+        let mut by_cause: BTreeMap<&str, Ns> = BTreeMap::new();
+        for b in &items {
+            *by_cause.entry(&b.blame.cause).or_default() += b.blame.excess_ns.max(0);
+        }
+        let (cause, cause_ns) = by_cause
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+            .map(|(c, ns)| (c.to_string(), ns))
+            .unwrap_or_default();
+        let mut wait: BTreeMap<i64, Ns> = BTreeMap::new();
+        for b in &items {
+            for a in &b.timed.arrivals[..b.timed.arrivals.len() - 1] {
+                *wait.entry(ranks[a.rank].rank).or_default() += a.wait_ns;
+            }
+        }
+        let est_savings_ns: Ns = steps
+            .iter()
+            .filter_map(|s| {
+                let m = models.get(s)?;
+                let cuts: HashMap<(usize, usize), Ns> = items
+                    .iter()
+                    .filter(|b| b.timed.step == Some(*s))
+                    .map(|b| ((b.timed.last().rank, b.timed.last().call), b.timed.lateness_ns))
+                    .collect();
+                Some(m.saving(&cuts))
+            })
+            .sum();
+        let rank = ranks[culprit].rank;
+        let title = format!(
+            "rank {rank} is the last to arrive in {} of {} steps with a late rank ({} of the job's {} of lateness); most of it: {}",
+            steps.len(),
+            steps_with_late.len(),
+            human(mine),
+            human(total),
+            cause_label(&cause)
+        );
+        out.push(JobFinding {
+            id: "consistent_straggler".into(),
+            title,
+            hint: hint(&cause, rank, None),
+            culprit_rank: Some(rank),
+            step: None,
+            steps: steps.into_iter().collect(),
+            collective: None,
+            collective_ordinal: None,
+            collectives: items.len() as u64,
+            cause: Some(cause),
+            operator: None,
+            cause_ns,
+            lateness_ns: mine,
+            total_wait_ns: wait.values().sum(),
+            wait_ns: wait,
+            est_savings_ns,
+        });
+    }
+    out
+}
+
+/// A short label for a cause: `DataLoader`, `compute`, `CPU-bound operator`.
+pub fn cause_label(cause: &str) -> &str {
+    match cause {
+        "dataloader" => "DataLoader",
+        "compute" => "longer compute",
+        "cpu_op" => "CPU-bound operator",
+        "framework_overhead" => "Python/framework code",
+        "sync" => "host waits on GPU (sync)",
+        "launch_overhead" => "kernel launch",
+        "untraced" => "untraced",
+        "profiler" => "profiler overhead",
+        "communication" => "another collective",
+        "memcpy" => "copies",
+        "memset" => "memsets",
+        "late_start" => "late start",
+        other => other,
+    }
+}
+
+fn cause_phrase(cause: &str, op: Option<&str>, ns: Ns, from_window_start: bool) -> String {
+    let x = human(ns);
+    let in_op = |what: &str| match op {
+        Some(o) => format!("{what} (most in `{o}`)"),
+        None => what.to_string(),
+    };
+    match cause {
+        "dataloader" => format!("whose DataLoader took {x} longer than its peers'"),
+        "compute" => in_op(&format!("whose GPU computed {x} longer than its peers'")),
+        "cpu_op" => in_op(&format!(
+            "whose CPU spent {x} longer in operators before launching GPU work"
+        )),
+        "framework_overhead" => in_op(&format!(
+            "whose Python/framework code between operators took {x} longer"
+        )),
+        "sync" => in_op(&format!(
+            "which waited {x} longer for its own GPU in a synchronize"
+        )),
+        "launch_overhead" => format!("whose kernels waited {x} longer to be launched or to start"),
+        "profiler" => format!("whose profiler overhead took {x} longer"),
+        "untraced" => format!("whose GPU sat idle {x} longer with nothing in its trace to say why"),
+        "communication" => format!("which spent {x} longer in other collectives"),
+        "memcpy" => in_op(&format!("whose copies took {x} longer")),
+        "memset" => format!("whose memsets took {x} longer"),
+        "late_start" if from_window_start => {
+            format!("which began the step {x} after its peers (what delayed it happened before the traced window)")
+        }
+        "late_start" => format!("which came out of its previous collective {x} after its peers"),
+        other => format!("whose {other} took {x} longer"),
+    }
+}
+
+fn hint(cause: &str, rank: i64, op: Option<&str>) -> String {
+    let op = op.map(|o| format!(" (`{o}`)")).unwrap_or_default();
+    match cause {
+        "dataloader" => format!(
+            "Fix rank {rank}'s input pipeline: give its DataLoader more workers (`num_workers`), `pin_memory=True` and \
+             `persistent_workers=True`, and check that its shard of the data loads as fast as the others' (storage, \
+             decoding, sample sizes)."
+        ),
+        "compute" => format!(
+            "Rank {rank}'s GPU does more work{op} or works slower: balance the work across ranks (equal batch, sequence \
+             or shard sizes; with variable-length inputs, bucket by length), or check that GPU's clocks and \
+             temperature (throttling) against the others'."
+        ),
+        "cpu_op" | "framework_overhead" => format!(
+            "Rank {rank}'s CPU runs the same code{op} slower than its peers', or runs code they do not: look for CPU \
+             contention on its host (other processes, too few cores per rank, threads not pinned to the GPU's NUMA \
+             node) and for work only that rank does (logging, checkpointing, evaluation)."
+        ),
+        "sync" => format!(
+            "Rank {rank} blocks on its GPU{op} where its peers do not: remove that synchronize (or `.item()`) or move \
+             it after the collective, so it does not delay the rank's arrival."
+        ),
+        "late_start" => format!(
+            "Rank {rank} entered the step late: profile more steps (a longer `active` window after `warmup`) to see \
+             what held it in the steps before."
+        ),
+        "communication" => format!(
+            "Rank {rank} was still in other collectives: check that every rank issues its process groups' collectives \
+             in the same order, and what those collectives waited for on rank {rank}."
+        ),
+        "untraced" | "launch_overhead" | "profiler" => format!(
+            "Nothing in rank {rank}'s trace explains its delay: look at its host (CPU contention, garbage-collection \
+             pauses, swapping) and profile it with CPU stacks (`with_stack=True`)."
+        ),
+        _ => format!("Find out why rank {rank} takes longer than its peers before this collective."),
+    }
+}

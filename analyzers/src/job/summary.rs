@@ -1,0 +1,434 @@
+//! [`RankSummary`]: what the job analysis needs of one rank, as small plain
+//! data. It is a pure function of one trace ([`summarize_rank`]), so ranks
+//! are summarised independently (in parallel, or as tasks on other
+//! machines) and only the summaries meet.
+//!
+//! For every collective kernel the summary keeps when it ran (the rank's
+//! own clock), which step launched it, which GPU time overlapped it, and
+//! its *lead-in*: how the device spent the time between the previous
+//! collective's end (or the window's start) and this one's start, split
+//! into compute, communication, copies and idle time by cause, with the
+//! operators behind the largest parts. Comparing lead-ins across ranks is
+//! what says why one rank arrived late.
+//!
+//! ```text
+//! stream 84      [all_to_all]                        [all_reduce]
+//! stream 7                    [mm][mm]      [relu]
+//! GPU state                   CCCCCCCC......CCCCCC
+//! lead-in of all_reduce       |<-- compute 8, idle 6 (dataloader), compute 6 -->|
+//! ```
+
+use super::collective::{kind_from_kernel, kind_from_op};
+use crate::analysis::{analyze, Analysis, AnalyzeOptions};
+use crate::attribution::OpContext;
+use crate::breakdown::{timelines, Breakdown, DeviceTimeline};
+use crate::causes::{Cause, CauseTotals};
+use crate::idle::by_cause_in;
+use crate::intervals::{self, Span};
+use crate::kinds::{classify, WorkClass};
+use crate::segments::{IdleAnalyzer, IdleSegment};
+use crate::window::{self, Step};
+use gapscope_collectors::trace::{GpuKind, Ns, Trace, NONE};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Version of the [`RankSummary`] format (JSON and Parquet summaries).
+pub const SUMMARY_VERSION: u32 = 1;
+
+/// How many operators each part of a lead-in names.
+pub const LEAD_IN_TOP_OPS: usize = 3;
+
+/// One rank, summarised for the job analysis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankSummary {
+    /// [`SUMMARY_VERSION`].
+    pub summary_version: u32,
+    /// The rank: `distributedInfo.rank`, else the number in the file name.
+    pub rank: i64,
+    /// `distributedInfo.world_size`, when the trace says.
+    pub world_size: Option<i64>,
+    /// The file, as the user named it.
+    pub source: String,
+    /// Absolute time of the trace's 0 in the rank's clock, ns.
+    pub origin_ns: i64,
+    /// The GPU the rank's collectives ran on (the one with the most), else
+    /// its first active GPU; `None` for a CPU-only trace.
+    pub device: Option<u32>,
+    /// The analysed window, ns since the trace's origin.
+    pub window: Span,
+    /// The selected steps with the device's breakdown.
+    pub steps: Vec<RankStep>,
+    /// The device's collective kernels, by start.
+    pub collectives: Vec<CollectiveCall>,
+    /// The rank's own analysis (every device), for per-rank views; left
+    /// out of summaries written for a distributed reduce.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<Box<Analysis>>,
+}
+
+/// One step of one rank.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankStep {
+    /// `N` of `ProfilerStep#N`.
+    pub number: u64,
+    /// Start, ns since the trace's origin.
+    pub start_ns: Ns,
+    /// End, ns since the trace's origin.
+    pub end_ns: Ns,
+    /// The device's breakdown of the step.
+    pub breakdown: Breakdown,
+    /// The step's idle time by cause.
+    pub idle_by_cause_ns: CauseTotals,
+}
+
+/// One collective kernel of one rank.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectiveCall {
+    /// Normalised kind (`all_reduce`, `all_to_all`, ...; see
+    /// [`kind_from_op`]).
+    pub kind: String,
+    /// Process group, when the trace names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Sequence number within the process group, when the trace gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The step whose CPU range holds the launch (else the kernel's start).
+    pub step: Option<u64>,
+    /// The stream it ran on.
+    pub stream: i64,
+    /// Kernel start, ns since the trace's origin: when this rank arrived.
+    pub start_ns: Ns,
+    /// Kernel end, ns since the trace's origin.
+    pub end_ns: Ns,
+    /// Start of the launch call on the CPU, when linked.
+    pub launch_ns: Option<Ns>,
+    /// Compute-kernel time on the device inside `[start_ns, end_ns)`, as
+    /// disjoint sorted spans (the communication that compute hid).
+    pub compute_overlap: Vec<Span>,
+    /// How the device spent the time before this call.
+    pub lead_in: LeadIn,
+}
+
+/// The device's time from the previous collective's end (or the window's
+/// start) to a collective's start. Its parts add up to
+/// `call.start_ns - start_ns` exactly.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeadIn {
+    /// Start, ns since the trace's origin.
+    pub start_ns: Ns,
+    /// Compute kernels ran.
+    pub compute_ns: Ns,
+    /// Another collective ran and no compute.
+    pub communication_ns: Ns,
+    /// A copy ran and no kernel.
+    pub memcpy_ns: Ns,
+    /// A memset ran and nothing above.
+    pub memset_ns: Ns,
+    /// Idle time, by cause.
+    pub idle_by_cause_ns: CauseTotals,
+    /// The operators behind the largest parts: up to [`LEAD_IN_TOP_OPS`]
+    /// per part, most first.
+    pub top_ops: Vec<LeadOp>,
+}
+
+/// One operator's share of a part of a lead-in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeadOp {
+    /// The part ([`LeadIn::parts`] names: `compute`, `memcpy`, a cause).
+    pub part: String,
+    /// The operator (`aten::mm`, `aten::addmm in DistributedDataParallel.forward`).
+    pub operator: String,
+    /// Its time in that part, ns (kernels on several streams may overlap).
+    pub ns: Ns,
+}
+
+impl LeadIn {
+    /// Every part with its time, in a fixed order: `compute`,
+    /// `communication`, `memcpy`, `memset`, then one per idle cause.
+    pub fn parts(&self) -> Vec<(&'static str, Ns)> {
+        let mut v = vec![
+            ("compute", self.compute_ns),
+            ("communication", self.communication_ns),
+            ("memcpy", self.memcpy_ns),
+            ("memset", self.memset_ns),
+        ];
+        v.extend(self.idle_by_cause_ns.iter().map(|(c, ns)| (c.name(), ns)));
+        v
+    }
+
+    /// Length of the lead-in: the sum of its parts.
+    pub fn total_ns(&self) -> Ns {
+        self.parts().iter().map(|(_, ns)| ns).sum()
+    }
+}
+
+/// Analyses one rank's trace and summarises it for the job analysis.
+/// `rank` is the rank when the trace does not say (from the file name).
+pub fn summarize_rank(trace: &Trace, opts: &AnalyzeOptions, rank: Option<i64>) -> RankSummary {
+    let analysis = analyze(trace, opts);
+    let mut s = summarize_selected(trace, opts, rank);
+    s.analysis = Some(Box::new(analysis));
+    s
+}
+
+/// [`summarize_rank`] without the rank's own [`Analysis`]: what a
+/// distributed reduce reads.
+pub fn summarize_selected(trace: &Trace, opts: &AnalyzeOptions, rank: Option<i64>) -> RankSummary {
+    let selected = window::selection(trace, &opts.window, opts.time_window);
+    let win = window::window(&selected);
+    let raw = collective_rows(&selected);
+    let device = pick_device(&selected, &raw);
+    let mut summary = RankSummary {
+        summary_version: SUMMARY_VERSION,
+        rank: trace.meta.rank.or(rank).unwrap_or(-1),
+        world_size: trace.meta.world_size,
+        source: trace.meta.source.clone(),
+        origin_ns: trace.meta.origin_ns,
+        device,
+        window: win.span,
+        steps: Vec::new(),
+        collectives: Vec::new(),
+        analysis: None,
+    };
+    let Some(device) = device else {
+        return summary;
+    };
+    let tls = timelines(&selected);
+    let Some(tl) = tls.iter().find(|t| t.device == device) else {
+        return summary;
+    };
+    let idle = IdleAnalyzer::new(&selected);
+    let segs = idle.segments(device, win.span);
+    summary.steps = win
+        .steps
+        .iter()
+        .map(|s| RankStep {
+            number: s.number,
+            start_ns: s.start,
+            end_ns: s.end,
+            breakdown: tl.breakdown((s.start, s.end)),
+            idle_by_cause_ns: by_cause_in(&segs, (s.start, s.end)),
+        })
+        .collect();
+    let compute = compute_spans(&selected, device);
+    let lead = LeadInBuilder {
+        trace: &selected,
+        cx: idle.context(),
+        tl,
+        segs: &segs,
+        compute_rows: compute_rows(&selected, device),
+    };
+    let mut rows: Vec<&RawCall> = raw.iter().filter(|c| c.device == device).collect();
+    rows.sort_by_key(|c| (c.start, c.end));
+    let mut ends: Vec<Ns> = Vec::new();
+    for c in rows {
+        // The latest end at or before this start; calls on other streams
+        // still running do not bound the lead-in.
+        let prev = ends.iter().copied().filter(|&e| e <= c.start).max();
+        let from = prev.unwrap_or(win.span.0).max(win.span.0).min(c.start);
+        ends.push(c.end);
+        summary.collectives.push(CollectiveCall {
+            kind: c.kind.to_string(),
+            group: None,
+            seq: None,
+            step: step_of(&win.steps, c.launch.unwrap_or(c.start)),
+            stream: c.stream,
+            start_ns: c.start,
+            end_ns: c.end,
+            launch_ns: c.launch,
+            compute_overlap: intervals::clip(&compute, (c.start, c.end)),
+            lead_in: lead.build((from, c.start)),
+        });
+    }
+    summary
+}
+
+/// A collective kernel as found, before its lead-in.
+struct RawCall {
+    device: u32,
+    stream: i64,
+    start: Ns,
+    end: Ns,
+    launch: Option<Ns>,
+    kind: &'static str,
+}
+
+fn collective_rows(trace: &Trace) -> Vec<RawCall> {
+    let gpu = &trace.gpu;
+    let mut kernel_kind: HashMap<u32, Option<&'static str>> = HashMap::new();
+    (0..gpu.len())
+        .filter(|&i| gpu.kind[i] == GpuKind::Kernel)
+        .filter_map(|i| {
+            let name = gpu.name[i];
+            let from_kernel = *kernel_kind
+                .entry(name.0)
+                .or_insert_with(|| kind_from_kernel(trace.strings.get(name)));
+            let from_kernel = from_kernel?;
+            let call = trace.links.gpu_launch[i];
+            let launch = (call != NONE).then(|| trace.runtime.start[call as usize]);
+            let op = if call == NONE {
+                NONE
+            } else {
+                trace.links.runtime_op[call as usize]
+            };
+            let from_op = trace
+                .ancestors(op)
+                .find_map(|o| kind_from_op(trace.strings.get(trace.cpu_ops.name[o as usize])));
+            Some(RawCall {
+                device: gpu.device[i],
+                stream: gpu.stream[i],
+                start: gpu.start[i],
+                end: gpu.end[i],
+                launch,
+                kind: from_op.unwrap_or(from_kernel),
+            })
+        })
+        .collect()
+}
+
+/// The device with the most collectives, else the first active one.
+fn pick_device(trace: &Trace, calls: &[RawCall]) -> Option<u32> {
+    let mut count: HashMap<u32, usize> = HashMap::new();
+    for c in calls {
+        *count.entry(c.device).or_default() += 1;
+    }
+    let best = count
+        .into_iter()
+        .max_by_key(|&(d, n)| (n, std::cmp::Reverse(d)))
+        .map(|(d, _)| d);
+    best.or_else(|| trace.active_devices().first().copied())
+}
+
+fn step_of(steps: &[Step], t: Ns) -> Option<u64> {
+    steps.iter().find(|s| s.start <= t && t < s.end).map(|s| s.number)
+}
+
+fn compute_rows(trace: &Trace, device: u32) -> Vec<u32> {
+    (0..trace.gpu.len())
+        .filter(|&i| trace.gpu.device[i] == device && classify(trace, i) == Some(WorkClass::Compute))
+        .map(|i| i as u32)
+        .collect()
+}
+
+fn compute_spans(trace: &Trace, device: u32) -> Vec<Span> {
+    let rows = compute_rows(trace, device);
+    intervals::union(
+        rows.iter()
+            .map(|&i| (trace.gpu.start[i as usize], trace.gpu.end[i as usize]))
+            .collect(),
+    )
+}
+
+/// Builds lead-ins from one device's timeline and idle segments.
+struct LeadInBuilder<'a> {
+    trace: &'a Trace,
+    cx: &'a OpContext,
+    tl: &'a DeviceTimeline,
+    segs: &'a [IdleSegment],
+    /// The device's compute kernels, by start.
+    compute_rows: Vec<u32>,
+}
+
+impl LeadInBuilder<'_> {
+    fn build(&self, range: Span) -> LeadIn {
+        let b = self.tl.breakdown(range);
+        let mut lead = LeadIn {
+            start_ns: range.0,
+            compute_ns: b.compute_ns,
+            communication_ns: b.communication_ns,
+            memcpy_ns: b.memcpy_ns,
+            memset_ns: b.memset_ns,
+            idle_by_cause_ns: by_cause_in(self.segs, range),
+            top_ops: Vec::new(),
+        };
+        // Idle segments cover the analysed window; a collective that starts
+        // after it (GPU work of the last step running on) has idle beyond
+        // the window that no CPU evidence was read for: untraced, so that
+        // the parts still add up.
+        let beyond = b.idle_ns - lead.idle_by_cause_ns.total();
+        if beyond > 0 {
+            lead.idle_by_cause_ns.add(Cause::Untraced, beyond);
+        }
+        lead.top_ops = self.top_ops(range);
+        lead
+    }
+
+    fn top_ops(&self, (lo, hi): Span) -> Vec<LeadOp> {
+        let mut by: HashMap<(String, String), Ns> = HashMap::new();
+        let gpu = &self.trace.gpu;
+        let first = self
+            .compute_rows
+            .partition_point(|&r| gpu.start[r as usize] < lo.saturating_sub(MAX_KERNEL_LOOKBACK));
+        for &r in &self.compute_rows[first..] {
+            let r = r as usize;
+            if gpu.start[r] >= hi {
+                break;
+            }
+            let ns = gpu.end[r].min(hi) - gpu.start[r].max(lo);
+            if ns > 0 {
+                *by.entry(("compute".into(), self.kernel_op(r))).or_default() += ns;
+            }
+        }
+        let first = self.segs.partition_point(|s| s.end <= lo);
+        for s in self.segs[first..].iter().take_while(|s| s.start < hi) {
+            let ns = s.end.min(hi) - s.start.max(lo);
+            *by.entry((s.cause.name().into(), self.segment_op(s))).or_default() += ns;
+        }
+        let mut rows: Vec<((String, String), Ns)> = by.into_iter().collect();
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut out: Vec<LeadOp> = Vec::new();
+        for ((part, operator), ns) in rows {
+            if out.iter().filter(|o| o.part == part).count() < LEAD_IN_TOP_OPS {
+                out.push(LeadOp { part, operator, ns });
+            }
+        }
+        out
+    }
+
+    /// The operator that launched GPU row `r`, else the kernel's name.
+    fn kernel_op(&self, r: usize) -> String {
+        let call = self.trace.links.gpu_launch[r];
+        let op = if call == NONE {
+            NONE
+        } else {
+            let o = self.trace.links.runtime_op[call as usize];
+            if o == NONE {
+                NONE
+            } else {
+                self.cx.operator[o as usize]
+            }
+        };
+        match self.trace.op_name(op) {
+            Some(n) => n.to_string(),
+            None => short_kernel(self.trace.strings.get(self.trace.gpu.name[r])),
+        }
+    }
+
+    /// `aten::addmm in DistributedDataParallel.forward`, the annotation
+    /// alone, or `-`.
+    fn segment_op(&self, s: &IdleSegment) -> String {
+        let op = self.trace.op_name(s.op);
+        let ann = self.trace.op_name(s.annotation);
+        match (op, ann) {
+            (Some(o), Some(a)) => format!("{o} in {a}"),
+            (Some(o), None) => o.to_string(),
+            (None, Some(a)) => a.to_string(),
+            (None, None) => match s.cause {
+                Cause::Untraced => "-".to_string(),
+                c => c.name().to_string(),
+            },
+        }
+    }
+}
+
+/// Kernels longer than this that started before a lead-in are not looked
+/// for (the compute rows are sorted by start, not end).
+const MAX_KERNEL_LOOKBACK: Ns = 1_000_000_000;
+
+/// A kernel name without its argument list.
+fn short_kernel(name: &str) -> String {
+    let n = name.strip_prefix("void ").unwrap_or(name);
+    let n = n.split('(').next().unwrap_or(n);
+    n.chars().take(80).collect()
+}

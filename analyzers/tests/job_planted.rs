@@ -1,0 +1,255 @@
+//! Planted stragglers: jobs made by fixtures/job/plant.py from one real
+//! rank (DLRM's rank 0), with clock offsets and late ranks whose answers
+//! are known exactly. The job analysis must name the late rank, the step,
+//! the collective and the cause, and give every other rank's wait and the
+//! saving within 1 %.
+
+mod shared_traces;
+
+use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::job::{analyze_job, summarize_rank, JobAnalysis, JobOptions};
+use gapscope_collectors::kineto::{import_file, ImportOptions};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BASE: &str = "param/dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz";
+
+/// Runs the generator into a fresh directory; returns it and its truth.
+fn plant(name: &str, args: &[&str]) -> (PathBuf, Value) {
+    let out = std::env::temp_dir().join(format!("gapscope-planted-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/job/plant.py");
+    let status = Command::new("python3")
+        .arg(script)
+        .arg(shared_traces::shared().join(BASE))
+        .arg(&out)
+        .args(args)
+        .status()
+        .expect("python3 runs");
+    assert!(status.success(), "plant.py failed");
+    let truth = serde_json::from_str(&std::fs::read_to_string(out.join("truth.json")).unwrap()).unwrap();
+    (out, truth)
+}
+
+fn analyse(dir: &Path) -> JobAnalysis {
+    let mut files: Vec<PathBuf> = Vec::new();
+    shared_traces::trace_files(dir, &mut files);
+    files.retain(|f| !f.ends_with("truth.json"));
+    files.sort();
+    let s: Vec<_> = files
+        .iter()
+        .map(|f| {
+            summarize_rank(
+                &import_file(f, &ImportOptions::default()).unwrap(),
+                &AnalyzeOptions::default(),
+                None,
+            )
+        })
+        .collect();
+    analyze_job(&s, &JobOptions::default())
+}
+
+fn within(got: i64, want: i64, share: f64) -> bool {
+    (got - want).abs() as f64 <= share * want as f64
+}
+
+/// Every plant is found, exactly.
+fn check_plants(j: &JobAnalysis, truth: &Value) {
+    for p in truth["plants"].as_array().unwrap() {
+        let rank = p["rank"].as_i64().unwrap();
+        let step = p["step"].as_u64().unwrap();
+        let f = j
+            .findings
+            .iter()
+            .find(|f| f.id == "straggler_wait" && f.step == Some(step) && f.culprit_rank == Some(rank))
+            .unwrap_or_else(|| panic!("no finding for {p}: {:#?}", j.findings));
+        assert_eq!(f.collective.as_deref(), p["collective"].as_str(), "{}", f.title);
+        assert_eq!(f.collective_ordinal, p["ordinal"].as_u64(), "{}", f.title);
+        assert_eq!(f.cause.as_deref(), p["cause"].as_str(), "{}", f.title);
+        assert_eq!(f.collectives, 1, "{}", f.title);
+        let delay = p["delay_ns"].as_i64().unwrap();
+        let waits = p["wait_ns"].as_object().unwrap();
+        assert_eq!(f.wait_ns.len(), waits.len(), "{}", f.title);
+        for (r, w) in waits {
+            let got = f.wait_ns[&r.parse::<i64>().unwrap()];
+            assert!(
+                within(got, w.as_i64().unwrap(), 0.01),
+                "rank {r} waited {got}, planted {w}: {}",
+                f.title
+            );
+        }
+        assert!(
+            within(f.lateness_ns, delay, 0.01),
+            "lateness {} vs {delay}",
+            f.lateness_ns
+        );
+        assert!(
+            within(f.est_savings_ns, delay, 0.01),
+            "saving {} vs {delay}",
+            f.est_savings_ns
+        );
+        assert!(within(f.cause_ns, delay, 0.1), "cause {} vs {delay}", f.cause_ns);
+        // The step table names the same culprit.
+        let s = j.steps.iter().find(|s| s.step == step).unwrap();
+        assert_eq!(s.most_late_rank, Some(rank));
+        assert_eq!(s.worst.as_ref().unwrap().rank, rank);
+    }
+    // Nothing else is late: the copies are identical apart from the plants.
+    let planted: Vec<u64> = truth["plants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["step"].as_u64().unwrap())
+        .collect();
+    for s in &j.steps {
+        if !planted.contains(&s.step) {
+            assert_eq!(s.late_collectives, 0, "step {}: {:?}", s.step, s.worst);
+        }
+    }
+}
+
+fn check_offsets(j: &JobAnalysis, truth: &Value, tolerance: i64) {
+    for a in &j.alignment.ranks {
+        let want = truth["offsets_ns"][a.rank.to_string()].as_i64().unwrap();
+        let got = a.offset_ns.expect("aligned");
+        assert!(
+            (got - want).abs() <= tolerance,
+            "rank {}: offset {got}, planted {want}",
+            a.rank
+        );
+    }
+}
+
+#[test]
+fn three_causes_in_three_steps() {
+    let (dir, truth) = plant(
+        "three",
+        &[
+            "--ranks",
+            "8",
+            "--steps",
+            "4",
+            "--plant",
+            "3:11:1:12:dataloader",
+            "--plant",
+            "5:12:5:3:compute",
+            "--plant",
+            "6:13:2:2:cpu_op",
+        ],
+    );
+    let j = analyse(&dir);
+    check_offsets(&j, &truth, 0);
+    for a in &j.alignment.ranks {
+        assert_eq!(
+            a.residual_max_ns,
+            Some(0),
+            "identical copies end together: rank {}",
+            a.rank
+        );
+    }
+    check_plants(&j, &truth);
+    // The largest delay saves the most and is listed first.
+    assert_eq!(j.findings[0].culprit_rank, Some(3));
+    assert!(j.findings[0].title.starts_with("step 11: ranks 0-2, 4-7 waited 12.0 ms in all_to_all #1 for rank 3, whose DataLoader took 12.0 ms longer"), "{}", j.findings[0].title);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Collective ends that differ by up to ±2 µs per rank (as real ones do):
+/// offsets are found to within that, waits still within 1 %.
+#[test]
+fn jittered_ends() {
+    let (dir, truth) = plant(
+        "jitter",
+        &[
+            "--ranks",
+            "8",
+            "--steps",
+            "3",
+            "--end-jitter-ns",
+            "2000",
+            "--plant",
+            "2:11:6:1.5:cpu_op",
+        ],
+    );
+    let j = analyse(&dir);
+    check_offsets(&j, &truth, 2_000);
+    for a in &j.alignment.ranks {
+        assert!(
+            a.residual_max_ns.unwrap() <= 4_000,
+            "rank {}: {:?}",
+            a.rank,
+            a.residual_max_ns
+        );
+    }
+    check_plants(&j, &truth);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The same rank late in every step, for the same reason: one finding per
+/// step and one that says it is always that rank.
+#[test]
+fn consistent_straggler() {
+    let (dir, truth) = plant(
+        "consistent",
+        &[
+            "--ranks",
+            "4",
+            "--steps",
+            "3",
+            "--plant",
+            "1:10:1:4:dataloader",
+            "--plant",
+            "1:11:1:5:dataloader",
+            "--plant",
+            "1:12:1:6:dataloader",
+        ],
+    );
+    let j = analyse(&dir);
+    check_plants(&j, &truth);
+    let c = j
+        .findings
+        .iter()
+        .find(|f| f.id == "consistent_straggler")
+        .expect("found");
+    assert_eq!(c.culprit_rank, Some(1));
+    assert_eq!(c.steps, [10, 11, 12]);
+    assert_eq!(c.cause.as_deref(), Some("dataloader"));
+    assert!(within(c.est_savings_ns, 15_000_000, 0.01), "{}", c.est_savings_ns);
+    assert!(
+        within(j.summary.wait_by_cause_ns["dataloader"], 3 * 15_000_000, 0.01),
+        "{:?}",
+        j.summary.wait_by_cause_ns
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A rank with no trace: the others are analysed, the gap is said.
+#[test]
+fn missing_rank() {
+    let (dir, truth) = plant(
+        "missing",
+        &[
+            "--ranks",
+            "4",
+            "--steps",
+            "2",
+            "--skip-rank",
+            "2",
+            "--plant",
+            "3:11:1:5:dataloader",
+        ],
+    );
+    let j = analyse(&dir);
+    assert_eq!(j.missing_ranks, [2]);
+    assert!(
+        j.warnings.iter().any(|w| w.contains("no trace for rank 2 of 4")),
+        "{:?}",
+        j.warnings
+    );
+    let f = &j.findings.iter().find(|f| f.id == "straggler_wait").unwrap();
+    assert_eq!(f.culprit_rank, Some(3));
+    assert_eq!(f.wait_ns.keys().copied().collect::<Vec<_>>(), [0, 1]);
+    let _ = truth;
+    let _ = std::fs::remove_dir_all(dir);
+}
