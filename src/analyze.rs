@@ -2,10 +2,12 @@
 //!
 //! All traces are imported and analysed before anything is printed, so an
 //! unreadable file stops the run with one error line and no partial output
-//! (a JSON consumer never sees half an array).
+//! (a JSON consumer never sees half an array). Several traces, or a
+//! directory, go to [`batch`]: the ranks of a job are analysed together.
 
 use crate::cli::{AnalyzeArgs, Format};
 use crate::render;
+use crate::{batch, inputs};
 use anyhow::{Context, Result};
 use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
 use gapscope_analyzers::window::{self, parse_time_window, TimeRange, WindowOptions};
@@ -47,6 +49,9 @@ pub fn run(args: &AnalyzeArgs) -> Result<()> {
         time_window: time.map(|(_, t)| t),
         ..AnalyzeOptions::default()
     };
+    if !args.demo && inputs::is_batch(&args.traces) {
+        return batch::run(args, options, time.map(|(text, _)| text));
+    }
     let mut results = Vec::new();
     if args.demo || args.traces.is_empty() {
         let trace = kineto::import_bytes(DEMO_TRACE, DEMO_NAME, &import)
@@ -182,7 +187,7 @@ pub fn load_demo(import: &ImportOptions) -> Result<Trace> {
 
 /// One error line when the time window `text` selects nothing of a trace
 /// whose events run over `extent` (ns since its first event).
-fn check_window(
+pub fn check_window(
     name: &str,
     trace: &Trace,
     steps: &WindowOptions,

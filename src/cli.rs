@@ -21,13 +21,19 @@ EXAMPLES:
         gapscope analyze --steps 5..9 run.pt.trace.json.gz
         gapscope analyze --exclude-last-step run.pt.trace.json.gz
 
+    A whole job: every rank's trace (a tensorboard_trace_handler directory,
+    or the files): clock alignment, late ranks and what they were doing:
+        gapscope analyze ./log/
+        gapscope analyze rank0.json.gz rank1.json.gz rank2.json.gz rank3.json.gz
+
     Only 2.5 s to 4 s after the trace's first event (a slice of a trace too
     big to read whole: events outside it are dropped as they are read):
         gapscope analyze --time-window 2.5s..4s big.pt.trace.json.gz
         gapscope analyze --time-window ..500ms big.pt.trace.json.gz
 
 EXIT STATUS:
-    0 analysed, 2 an error (unreadable trace, bad flag).";
+    0 analysed, 2 an error (unreadable trace, bad flag). With several traces,
+    one that cannot be read is left out with a warning; 2 when none could be.";
 
 /// Why your GPU sits idle: reads PyTorch profiler (Kineto) traces and splits
 /// each GPU's time into compute, communication, data movement and idle.
@@ -77,8 +83,10 @@ pub enum Command {
 /// `gapscope analyze`.
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// Kineto traces (`.json` or `.json.gz`) or gapscope captures (`.gst`).
-    /// None: the built-in demo trace.
+    /// Kineto traces (`.json` or `.json.gz`), gapscope captures (`.gst`),
+    /// or directories of them (a `tensorboard_trace_handler` log dir). The
+    /// ranks of one job (by `distributedInfo`, else `rank`/`worker` in the
+    /// file name) are analysed together. None: the built-in demo trace.
     #[arg(value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
 
@@ -111,6 +119,21 @@ pub struct AnalyzeArgs {
     /// steps' span; an empty intersection is an error.
     #[arg(long, value_name = "START..END")]
     pub time_window: Option<String>,
+
+    /// Traces analysed at once when several are given (default: one per
+    /// CPU core). Each holds one trace in memory.
+    #[arg(
+        short = 'j',
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
+    pub jobs: usize,
+
+    /// For a job of several ranks: also print each rank's own analysis.
+    #[arg(long)]
+    pub per_rank: bool,
 
     /// No progress or warnings on stderr (errors are still printed).
     #[arg(short, long)]

@@ -34,9 +34,11 @@ EXAMPLES:
 /// `gapscope export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Kineto trace (`.json` or `.json.gz`) or gapscope capture (`.gst`).
-    #[arg(value_name = "TRACE")]
-    pub trace: PathBuf,
+    /// Kineto trace (`.json` or `.json.gz`) or gapscope capture (`.gst`);
+    /// or the ranks of one job: several traces, or a directory of them
+    /// (Perfetto: one process group per rank on the job's aligned clock).
+    #[arg(value_name = "TRACE", required = true)]
+    pub traces: Vec<PathBuf>,
 
     /// Where to write the timeline (for `--format parquet`, a directory:
     /// created if missing, one `<table>.parquet` per table).
@@ -84,10 +86,13 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     let import = ImportOptions {
         progress: !args.quiet && io::stderr().is_terminal(),
     };
+    if crate::inputs::is_batch(&args.traces) {
+        return run_job(args);
+    }
     if args.format == ExportFormat::Parquet {
         return run_parquet(args, &import);
     }
-    let trace = crate::analyze::load(&args.trace, &import)?;
+    let trace = crate::analyze::load(&args.traces[0], &import)?;
     // Write beside the target and rename at the end: a truncated trace
     // loads its prefix without any error (perfetto.md pitfall 15), so a
     // failed export must not leave one behind under the real name. A device
@@ -201,7 +206,7 @@ fn run_parquet(args: &ExportArgs, import: &ImportOptions) -> Result<()> {
             )
         })?;
     }
-    let trace = crate::analyze::load(&args.trace, import)?;
+    let trace = crate::analyze::load(&args.traces[0], import)?;
     let opts = parquet::Options {
         compress: !args.no_compress,
         ..Default::default()
@@ -232,9 +237,101 @@ fn run_parquet(args: &ExportArgs, import: &ImportOptions) -> Result<()> {
     Ok(())
 }
 
+/// `export` of several traces: they must make one job.
+fn run_job(args: &ExportArgs) -> Result<()> {
+    use crate::batch::{self, Output};
+    use crate::inputs::LoadOptions;
+    if matches!(args.format, ExportFormat::Chrome | ExportFormat::Gst) {
+        anyhow::bail!(
+            "--format {}: exports one trace; for the ranks of a job use --format perfetto (one timeline) or              --format parquet (tables with a rank column)",
+            if args.format == ExportFormat::Chrome { "chrome" } else { "gst" }
+        );
+    }
+    let opts = LoadOptions {
+        analyze: Default::default(),
+        import: ImportOptions { progress: false },
+        limits: Default::default(),
+        time_text: None,
+        quiet: args.quiet,
+        jobs: 0,
+    };
+    let outs = batch::analyse(&args.traces, &opts)?;
+    let singles = outs.iter().filter(|o| matches!(o, Output::Single(_))).count();
+    let job = match outs.iter().filter_map(|o| match o { Output::Job(j) => Some(j), _ => None }).collect::<Vec<_>>().as_slice() {
+        [one] if singles == 0 => *one,
+        jobs => anyhow::bail!(
+            "{}: these inputs hold {} jobs and {} traces apart; export writes one job: give it one job's traces",
+            args.traces.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            jobs.len(),
+            singles
+        ),
+    };
+    if !args.quiet {
+        for w in &job.analysis.warnings {
+            crate::inputs::warn(w);
+        }
+    }
+    if args.format == ExportFormat::Parquet {
+        return run_job_parquet(args, job);
+    }
+    let tmp = tmp_path(&args.output);
+    let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let opts = perfetto::Options {
+        compression: (!args.no_compress).then_some(perfetto::DEFAULT_COMPRESSION),
+        ..Default::default()
+    };
+    let import = ImportOptions { progress: false };
+    let load = |source: &str| crate::analyze::load(Path::new(source), &import);
+    let parts = crate::export::job::Job {
+        ranks: &job.ranks,
+        analysis: &job.analysis,
+        timeline: &job.timeline,
+    };
+    let written = crate::export::job::write(&parts, &opts, &load, &mut out)
+        .and_then(|c| out.flush().map(|()| c).map_err(anyhow::Error::from));
+    let (c, between) = match written {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e.context(format!("{}: write failed", tmp.display())));
+        }
+    };
+    std::fs::rename(&tmp, &args.output)
+        .with_context(|| format!("{}: cannot write", args.output.display()))?;
+    if let Some(p) = &args.stats_json {
+        std::fs::write(p, serde_json::to_string_pretty(&c)? + "\n")
+            .with_context(|| format!("{}: cannot write", p.display()))?;
+    }
+    if !args.quiet {
+        let _ = writeln!(
+            io::stderr().lock(),
+            "gapscope: wrote {}: {} ranks, {} slices on {} slice tracks, {} flows ({} between ranks), {} bytes",
+            args.output.display(),
+            job.ranks.len(),
+            c.slices,
+            c.slice_tracks,
+            c.flows,
+            between,
+            c.bytes
+        );
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "parquet"))]
+fn run_job_parquet(_: &ExportArgs, _: &crate::batch::AnalysedJob) -> Result<()> {
+    run_parquet_missing()
+}
+
 /// Without the `parquet` feature: one clear line, before any work.
 #[cfg(not(feature = "parquet"))]
 fn run_parquet(_: &ExportArgs, _: &ImportOptions) -> Result<()> {
+    run_parquet_missing()
+}
+
+#[cfg(not(feature = "parquet"))]
+fn run_parquet_missing() -> Result<()> {
     anyhow::bail!(
         "--format parquet: this gapscope was built without the `parquet` feature; \
          rebuild with `cargo install --path . --features parquet` (see docs/parquet.md)"
@@ -254,6 +351,7 @@ fn finding_spans(trace: &Trace) -> Vec<perfetto::FindingSpan> {
                 start: e.start_ns,
                 end: e.end_ns.max(e.start_ns),
                 title: format!("#{} {}", i + 1, f.title),
+                track: "Findings",
                 args: vec![
                     ("finding", f.id.clone()),
                     ("detector", f.detector.clone()),

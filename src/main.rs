@@ -7,11 +7,13 @@
 //! 1 kept for a meaningful negative result; a closed pipe is not an error).
 
 mod analyze;
+mod batch;
 mod bench_cmd;
 mod cli;
 mod diff_cmd;
 mod export;
 mod export_cmd;
+mod inputs;
 mod record_cmd;
 mod render;
 mod report;

@@ -66,7 +66,23 @@ fn unreadable_traces_exit_2_with_one_line() {
         assert_one_line_error(&p, "json");
     }
     assert_one_line_error(&dir.path().join("missing.json"), "text");
-    assert_one_line_error(dir.path(), "text"); // a directory
+    // A directory of them: one warning per file, then the error.
+    let args: Vec<OsString> = vec!["analyze".into(), dir.path().into()];
+    let r = gapscope(&args).expect_code(2);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 10, "{}", r.stderr);
+    assert!(
+        lines[..9]
+            .iter()
+            .all(|l| l.starts_with("gapscope: warning: ") && l.ends_with("; left out")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        lines[9],
+        "gapscope: none of the 9 input files could be analysed (see the warnings above)"
+    );
 }
 
 /// Runs `analyze --format json` on a cut file: exit 0, one warning line that
@@ -173,16 +189,41 @@ fn max_events_reads_the_start_only() {
     run("x").expect_code(2);
 }
 
+/// With several inputs, one that cannot be read is left out with one
+/// warning line naming it, the others are analysed (exit 0); a single bad
+/// input, or only bad ones, is an error (exit 2, nothing on stdout).
 #[test]
-fn a_bad_trace_among_good_ones_stops_before_output() {
+fn a_bad_trace_among_good_ones_is_left_out_with_a_warning() {
     let dir = TempDir::new("mixed");
     let good = dir.file("good.json", &demo_json());
     let bad = dir.file("bad.json", b"{");
-    let args: Vec<OsString> = vec!["analyze".into(), good.into(), bad.clone().into()];
-    let r = gapscope(&args).expect_code(2);
-    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    let args: Vec<OsString> = vec![
+        "analyze".into(),
+        "--format".into(),
+        "json".into(),
+        good.into(),
+        bad.clone().into(),
+    ];
+    let r = gapscope(&args).expect_code(0);
+    assert_eq!(r.json()["schema_version"], 1, "the good trace's analysis, alone");
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(r.stderr.contains(&bad.display().to_string()));
+    assert!(
+        r.stderr.contains(&bad.display().to_string()) && r.stderr.contains("left out"),
+        "{}",
+        r.stderr
+    );
+    let only_bad: Vec<OsString> = vec!["analyze".into(), bad.clone().into(), bad.clone().into()];
+    let r = gapscope(&only_bad).expect_code(2);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(
+        r.stderr
+            .lines()
+            .last()
+            .unwrap()
+            .contains("none of the 2 input files could be analysed"),
+        "{}",
+        r.stderr
+    );
 }
 
 const CPU_ONLY: &str = r#"{"schemaVersion": 1, "traceEvents": [

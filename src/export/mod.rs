@@ -7,6 +7,7 @@
 
 pub mod chrome;
 pub mod idle;
+pub mod job;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod perfetto;

@@ -14,3 +14,28 @@ pub fn write(out: &mut dyn Write, results: &[Analysed]) -> io::Result<()> {
     }
     writeln!(out)
 }
+
+/// Writes analyses of a batch: one result as its object, several as an
+/// array in input order. A job is its `JobAnalysis` (`"kind": "job"`,
+/// docs/job-schema.md), with each rank's own analysis inside.
+pub fn write_outputs(out: &mut dyn Write, outputs: &[crate::batch::Output]) -> io::Result<()> {
+    use crate::batch::Output;
+    #[derive(serde::Serialize)]
+    #[serde(untagged)]
+    enum One<'a> {
+        Single(&'a gapscope_analyzers::analysis::Analysis),
+        Job(&'a gapscope_analyzers::job::JobAnalysis),
+    }
+    let all: Vec<One> = outputs
+        .iter()
+        .map(|o| match o {
+            Output::Single(a) => One::Single(&a.analysis),
+            Output::Job(j) => One::Job(&j.analysis),
+        })
+        .collect();
+    match all.as_slice() {
+        [one] => serde_json::to_writer_pretty(&mut *out, one)?,
+        many => serde_json::to_writer_pretty(&mut *out, many)?,
+    }
+    writeln!(out)
+}

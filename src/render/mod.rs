@@ -1,6 +1,7 @@
 //! Writers of [`Analysis`](gapscope_analyzers::analysis::Analysis) results:
 //! they format, they never compute metrics (DESIGN.md: one direction of flow).
 
+pub mod job;
 pub mod json;
 pub mod table;
 pub mod text;

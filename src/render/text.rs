@@ -242,7 +242,7 @@ fn place(op: Option<&str>, annotation: Option<&str>, source: Option<&str>) -> St
 }
 
 /// The cause as a reader knows it.
-fn cause_label(c: Cause) -> &'static str {
+pub fn cause_label(c: Cause) -> &'static str {
     match c {
         Cause::Profiler => "profiler overhead",
         Cause::Sync => "host waits on GPU (sync)",
@@ -309,7 +309,7 @@ fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::
 }
 
 /// Greedy word wrap at `width` columns.
-fn wrap(text: &str, width: usize) -> Vec<String> {
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {

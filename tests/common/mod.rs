@@ -298,3 +298,21 @@ pub fn synthetic_trace(gpus: u32, steps: u32) -> String {
         g.events.join(",\n")
     )
 }
+
+/// Runs fixtures/job/plant.py on DLRM's rank 0 into `out` (a job of
+/// copies with clock offsets and planted late ranks; see the script) and
+/// returns its truth.json.
+pub fn plant_job(out: &Path, args: &[&str]) -> serde_json::Value {
+    let base = shared_trace("param/dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz");
+    let status = std::process::Command::new("python3")
+        .arg(repo().join("fixtures/job/plant.py"))
+        .arg(base)
+        .arg(out)
+        .args(args)
+        .status()
+        .expect("python3 runs (.ci/run needs python3)");
+    assert!(status.success(), "plant.py {args:?} failed");
+    let truth = std::fs::read_to_string(out.join("truth.json")).expect("truth.json");
+    std::fs::remove_file(out.join("truth.json")).expect("truth.json removed");
+    serde_json::from_str(&truth).expect("truth.json is JSON")
+}

@@ -44,8 +44,8 @@ pub struct InputMeta {
 pub struct Grouping {
     /// Jobs of two or more ranks, each by rank.
     pub jobs: Vec<Vec<usize>>,
-    /// Inputs analysed alone, each with the reason (empty for a trace that
-    /// is a job of one: world size 1, or the only input).
+    /// Inputs analysed alone, each with the reason (empty when there is
+    /// nothing to say: world size 1, the only input, or no input has a rank).
     pub apart: Vec<(usize, String)>,
 }
 
@@ -82,8 +82,12 @@ struct Snapshot {
 pub fn group(inputs: &[InputMeta]) -> Grouping {
     let mut out = Grouping::default();
     let mut order: Vec<usize> = Vec::new();
+    // Traces none of which has a rank are separate traces, not a job with
+    // its ranks missing: nothing to say about them.
+    let any_rank = inputs.iter().any(|m| m.rank.is_some());
     for (i, m) in inputs.iter().enumerate() {
         match m.rank {
+            None if !any_rank => out.apart.push((i, String::new())),
             None => out.apart.push((
                 i,
                 "no rank: the trace has no distributedInfo.rank and its name no `rank`/`worker` number"

@@ -19,6 +19,7 @@ use gapscope_collectors::trace::{Ns, Trace, NONE};
 use lanes::Edge;
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
+use std::collections::HashMap;
 use std::io::{self, Write};
 use tracks::Src;
 pub use writer::Counts;
@@ -63,8 +64,36 @@ pub struct FindingSpan {
     pub end: Ns,
     /// Slice name (the finding's title).
     pub title: String,
+    /// The track it goes on, under its device (`Findings`; a job's export
+    /// adds `Waiting for peers`).
+    pub track: &'static str,
     /// Args shown on the slice (`debug.<name>`): id, savings, hint, ...
     pub args: Vec<(&'static str, String)>,
+}
+
+/// One rank of a job, written as its own packet sequence into a file that
+/// holds every rank ([`write_rank`]).
+#[derive(Clone, Debug)]
+pub struct RankExport {
+    /// The rank's process group and uuid range.
+    pub group: tracks::Group,
+    /// Its packet sequence (non-zero, one per rank).
+    pub sequence: u32,
+    /// Absolute time of the trace's 0 on the job's clock, ns (its origin
+    /// plus its clock offset); every written time is this plus the
+    /// trace's, and must not be negative.
+    pub clock_shift: i64,
+    /// Its launch-to-kernel flow ids are `flow_base + GPU row + 1`: flow
+    /// ids are global to the file.
+    pub flow_base: u64,
+    /// Flows that start at the BEGIN of a GPU row (a late rank's
+    /// collective), by row.
+    pub begin_flows: HashMap<u32, Vec<u64>>,
+    /// Flows that end at the BEGIN of a span (index into the findings
+    /// spans): the waiting rank's transfer, which starts when the late
+    /// rank arrived. The trace processor points a flow from the slice that
+    /// starts first to the one that starts later.
+    pub span_flows: HashMap<u32, Vec<u64>>,
 }
 
 /// Writes `trace` (with the idle gaps `idle` and the `findings`) as a
@@ -77,7 +106,21 @@ pub fn write<W: Write>(
     opts: &Options,
     out: W,
 ) -> io::Result<Counts> {
-    let (items, mut layout, groups) = tracks::build(trace, idle, findings);
+    write_rank(trace, idle, findings, opts, None, out)
+}
+
+/// [`write`], or with `rank`, one rank of a job: its tracks under its own
+/// process group, its times on the job's clock, its flows numbered apart
+/// and the cross-rank flows attached.
+pub fn write_rank<W: Write>(
+    trace: &Trace,
+    idle: &[IdleGap],
+    findings: &[FindingSpan],
+    opts: &Options,
+    rank: Option<&RankExport>,
+    out: W,
+) -> io::Result<Counts> {
+    let (items, mut layout, groups) = tracks::build(trace, idle, findings, rank.map(|r| &r.group));
     let busy = busy_by_device(trace);
     for (&device, &guuid) in &groups {
         let spans = busy
@@ -120,7 +163,9 @@ pub fn write<W: Write>(
         .chain(counter_times())
         .min()
         .unwrap_or(0);
-    let base = if trace.meta.origin_ns.checked_add(min_ts).is_some_and(|t| t >= 0) {
+    let base = if let Some(r) = rank {
+        r.clock_shift
+    } else if trace.meta.origin_ns.checked_add(min_ts).is_some_and(|t| t >= 0) {
         trace.meta.origin_ns
     } else {
         -min_ts
@@ -144,15 +189,22 @@ pub fn write<W: Write>(
         let c = trace.links.gpu_launch[g];
         c != NONE && trace.gpu.start[g] >= trace.runtime.start[c as usize]
     };
+    let flow_base = rank.map_or(0, |r| r.flow_base);
     let mut call_flows: Vec<Vec<u64>> = vec![Vec::new(); trace.runtime.len()];
     for g in 0..trace.gpu.len() {
         if flow_ok(g) {
-            call_flows[trace.links.gpu_launch[g] as usize].push(g as u64 + 1);
+            call_flows[trace.links.gpu_launch[g] as usize].push(flow_base + g as u64 + 1);
         }
     }
+    let no_map = HashMap::new();
+    let begin_flows = rank.map_or(&no_map, |r| &r.begin_flows);
+    let span_flows = rank.map_or(&no_map, |r| &r.span_flows);
 
     let level = opts.compression.map(|l| flate2::Compression::new(l.min(9)));
-    let mut w = PacketWriter::new(out, &trace.strings, abs(min_ts), unit, level);
+    let mut w = match rank {
+        Some(r) => PacketWriter::with_sequence(out, &trace.strings, abs(min_ts), unit, level, r.sequence),
+        None => PacketWriter::new(out, &trace.strings, abs(min_ts), unit, level),
+    };
     for td in std::mem::take(&mut layout.descriptors) {
         w.descriptor(td)?;
     }
@@ -194,14 +246,27 @@ pub fn write<W: Write>(
         if s < n_slice {
             let track = &layout.slices[s];
             let e: Edge = track.edges[p];
+            let src = items.src[e.item() as usize];
             if e.is_end() {
                 w.end(abs(e.ts), track.uuid)?;
             } else {
-                let src = items.src[e.item() as usize];
                 let (name, cat) = args::describe(trace, idle, findings, src, &mut args);
+                let launch_flow;
                 let (flows, term): (&[u64], &[u64]) = match src {
                     Src::Call(r) => (&call_flows[r as usize], no_flows),
-                    Src::Gpu(g) if flow_ok(g as usize) => (no_flows, &[g as u64 + 1]),
+                    Src::Gpu(g) => {
+                        launch_flow = [flow_base + g as u64 + 1];
+                        let starts = begin_flows.get(&g).map_or(no_flows, Vec::as_slice);
+                        (
+                            starts,
+                            if flow_ok(g as usize) {
+                                &launch_flow
+                            } else {
+                                no_flows
+                            },
+                        )
+                    }
+                    Src::Finding(k) => (no_flows, span_flows.get(&k).map_or(no_flows, Vec::as_slice)),
                     _ => (no_flows, no_flows),
                 };
                 w.begin(abs(e.ts), track.uuid, name, cat, &args, flows, term)?;

@@ -193,15 +193,46 @@ fn fits_i32(v: i64) -> bool {
     i32::try_from(v).is_ok()
 }
 
+/// One rank's place in a job's export: its tracks hang under one process
+/// group named for the rank, with uuids above `uuid_base` (every rank's
+/// tracks share the file).
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// Tracks of this rank get uuids above this.
+    pub uuid_base: u64,
+    /// The group's (synthetic) pid.
+    pub pid: i32,
+    /// The group's name (`rank 3: worker3.pt.trace.json`).
+    pub title: String,
+}
+
 /// Builds the items and the track tree of `trace`. Returns the layout and
-/// the uuid of each device's group track (for counters), by device.
+/// the uuid of each device's group track (for counters), by device. With a
+/// `group`, every track goes under that one process group: threads as
+/// named tracks (`main (pid 4242)`), GPU groups as its children.
 pub fn build(
     trace: &Trace,
     idle: &[IdleGap],
     findings: &[FindingSpan],
+    group: Option<&Group>,
 ) -> (Items, Layout, BTreeMap<u32, u64>) {
     let mut items = Items::default();
-    let mut layout = Layout::default();
+    let mut layout = Layout {
+        next_uuid: group.map_or(0, |g| g.uuid_base),
+        ..Layout::default()
+    };
+    let group_uuid = group.map(|g| {
+        let u = layout.uuid();
+        layout.descriptors.push(TrackDescriptor {
+            uuid: Some(u),
+            process: Some(ProcessDescriptor {
+                pid: Some(g.pid),
+                process_name: Some(g.title.clone()),
+            }),
+            ..Default::default()
+        });
+        u
+    });
 
     // CPU: one process track per pid, one thread track (+ lanes) per thread.
     let mut per_thread: Vec<Vec<u32>> = vec![Vec::new(); trace.threads.len()];
@@ -223,6 +254,18 @@ pub fn build(
             _ => 5,
         });
         let (pid, tid) = (trace.threads.pid[t], trace.threads.tid[t]);
+        let name = trace.strings.get(trace.threads.name[t]);
+        if let Some(gu) = group_uuid {
+            // In a rank's group: named tracks that keep the real pid.
+            let label = if name.is_empty() {
+                format!("thread {tid} (pid {pid})")
+            } else {
+                format!("{name} (pid {pid})")
+            };
+            let first = layout.named(label.clone(), Some(gu), t as i32);
+            layout.lanes(&items, order, first, &label, Some(gu), RANK_CPU);
+            continue;
+        }
         let puuid = match process_uuid.get(&pid) {
             Some(&u) => u,
             None => {
@@ -243,7 +286,6 @@ pub fn build(
                 u
             }
         };
-        let name = trace.strings.get(trace.threads.name[t]);
         let label = if name.is_empty() {
             format!("thread {tid}")
         } else {
@@ -302,15 +344,18 @@ pub fn build(
         let it = items.push(g.start, g.end, Src::Idle(k as u32));
         per_device_idle.entry(g.device).or_default().push(it);
     }
-    let mut per_device_finding: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut per_device_finding: BTreeMap<(u32, &str), Vec<u32>> = BTreeMap::new();
     for (k, f) in findings.iter().enumerate() {
         let it = items.push(f.start, f.end, Src::Finding(k as u32));
-        per_device_finding.entry(f.device).or_default().push(it);
+        per_device_finding
+            .entry((f.device, f.track))
+            .or_default()
+            .push(it);
     }
     let mut devices: Vec<u32> = per_stream.keys().map(|k| k.0).collect();
     devices.extend(per_device_ann.keys());
     devices.extend(per_device_idle.keys());
-    devices.extend(per_device_finding.keys());
+    devices.extend(per_device_finding.keys().map(|k| k.0));
     devices.sort_unstable();
     devices.dedup();
     let mut groups = BTreeMap::new();
@@ -323,10 +368,16 @@ pub fn build(
             Some(n) => format!("GPU {d}: {n}"),
             None => format!("GPU {d}"),
         };
-        let mut group = layout.named(title, None, 0);
-        group.child_ordering = Some(ChildOrdering::Explicit as i32);
-        let guuid = group.uuid.unwrap_or_default();
-        layout.descriptors.push(group);
+        // Below a rank's threads when grouped.
+        let order = if group_uuid.is_some() {
+            1_000_000 + d as i32
+        } else {
+            0
+        };
+        let mut gpu_group = layout.named(title, group_uuid, order);
+        gpu_group.child_ordering = Some(ChildOrdering::Explicit as i32);
+        let guuid = gpu_group.uuid.unwrap_or_default();
+        layout.descriptors.push(gpu_group);
         groups.insert(d, guuid);
         let mut rank = 0;
         for (&(_, stream, sync), order) in per_stream.range_mut((d, i64::MIN, false)..=(d, i64::MAX, true)) {
@@ -343,13 +394,18 @@ pub fn build(
         for (name, map, r) in [
             ("GPU annotations", &mut per_device_ann, 10_000),
             ("GPU idle", &mut per_device_idle, 10_001),
-            ("Findings", &mut per_device_finding, 10_002),
         ] {
             if let Some(order) = map.get_mut(&d) {
                 sort_items(&items, order, |_| 0);
                 let first = layout.named(name.to_string(), Some(guuid), r);
                 layout.lanes(&items, order, first, name, Some(guuid), RANK_DERIVED);
             }
+        }
+        // Findings, then any other span tracks (a job's waits), by name.
+        for (k, (&(_, name), order)) in per_device_finding.range_mut((d, "")..(d + 1, "")).enumerate() {
+            sort_items(&items, order, |_| 0);
+            let first = layout.named(name.to_string(), Some(guuid), 10_002 + k as i32);
+            layout.lanes(&items, order, first, name, Some(guuid), RANK_DERIVED);
         }
     }
     (items, layout, groups)

@@ -24,8 +24,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Write};
 
 /// One writer is one packet sequence. Any non-zero id works; zero breaks
-/// interning (pitfall 8), and iids are scoped to it (pitfall 7).
-const SEQUENCE_ID: u32 = 1;
+/// interning (pitfall 8), and iids are scoped to it (pitfall 7). A job's
+/// export writes one sequence per rank ([`PacketWriter::with_sequence`]).
+pub const SEQUENCE_ID: u32 = 1;
 
 /// Flush the packet buffer to the output once it holds this much.
 const FLUSH_AT: usize = 1 << 20;
@@ -40,9 +41,6 @@ const CHUNK_AT: usize = 448 << 10;
 /// 480 KiB of input always fits with room to spare. A single packet larger
 /// than this (a huge interned name) is written uncompressed.
 const CHUNK_MAX: usize = 480 << 10;
-
-// The hand encoders write the sequence id as one varint byte.
-const _: () = assert!(SEQUENCE_ID > 0 && SEQUENCE_ID < 128);
 
 /// What the writer emitted; the trace processor must report the same.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -194,6 +192,11 @@ pub struct PacketWriter<'t, W: Write> {
     first: bool,
     counts: Counts,
     flows_started: u64,
+    /// This writer's `trusted_packet_sequence_id`.
+    sequence: u32,
+    /// Flows may start or end in another sequence (a job's export): the
+    /// started/ended balance is checked by the trace processor, not here.
+    foreign_flows: bool,
 }
 
 impl<'t, W: Write> PacketWriter<'t, W> {
@@ -202,7 +205,25 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     /// `t0` plus a multiple of `unit` (1 or 1000 ns). With `compression`,
     /// packets go out in zlib-compressed chunks at that level.
     pub fn new(out: W, strings: &'t Strings, t0: u64, unit: u64, compression: Option<Compression>) -> Self {
+        let mut w = Self::with_sequence(out, strings, t0, unit, compression, SEQUENCE_ID);
+        w.foreign_flows = false;
+        w
+    }
+
+    /// [`PacketWriter::new`] on packet sequence `sequence` (non-zero): the
+    /// ranks of a job go to one file as one sequence each, one after the
+    /// other, so each can be read and dropped in turn. Flows may then
+    /// cross sequences (flow ids are global to the file).
+    pub fn with_sequence(
+        out: W,
+        strings: &'t Strings,
+        t0: u64,
+        unit: u64,
+        compression: Option<Compression>,
+        sequence: u32,
+    ) -> Self {
         assert!(unit == 1 || unit == 1000, "unit {unit}");
+        assert!(sequence > 0, "sequence 0 breaks interning");
         let flush_at = if compression.is_some() { CHUNK_AT } else { FLUSH_AT };
         let mut w = PacketWriter {
             out,
@@ -230,9 +251,11 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             first: true,
             counts: Counts::default(),
             flows_started: 0,
+            sequence,
+            foreign_flows: true,
         };
         let mut p = TracePacket {
-            trusted_packet_sequence_id: Some(SEQUENCE_ID),
+            trusted_packet_sequence_id: Some(sequence),
             trace_packet_defaults: Some(TracePacketDefaults {
                 timestamp_clock_id: Some(CLOCK_INCREMENTAL),
             }),
@@ -262,7 +285,7 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     pub fn descriptor(&mut self, td: TrackDescriptor) -> io::Result<()> {
         self.counts.tracks += 1;
         let mut p = TracePacket {
-            trusted_packet_sequence_id: Some(SEQUENCE_ID),
+            trusted_packet_sequence_id: Some(self.sequence),
             data: Some(PacketData::TrackDescriptor(td)),
             ..Default::default()
         };
@@ -316,7 +339,7 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         }
         let delta = self.delta(ts);
         let before = self.buf.len();
-        encode_begin(&mut self.buf, delta, &interned, &ev);
+        encode_begin(&mut self.buf, delta, self.sequence, &interned, &ev);
         self.event = ev;
         self.interned_bytes = interned;
         self.emitted(before)
@@ -330,7 +353,7 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     pub fn end(&mut self, ts: u64, track: u64) -> io::Result<()> {
         let delta = self.delta(ts);
         let before = self.buf.len();
-        encode_end(&mut self.buf, delta, track);
+        encode_end(&mut self.buf, delta, self.sequence, track);
         self.emitted(before)
     }
 
@@ -339,7 +362,7 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         self.counts.counter_samples += 1;
         let delta = self.delta(ts);
         let before = self.buf.len();
-        encode_counter(&mut self.buf, delta, track, value);
+        encode_counter(&mut self.buf, delta, self.sequence, track, value);
         self.emitted(before)
     }
 
@@ -353,7 +376,10 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     /// Flushes and returns the counts. Every started flow must have been
     /// terminated: an open flow would be a dangling arrow.
     pub fn finish(mut self) -> io::Result<Counts> {
-        debug_assert_eq!(self.flows_started, self.counts.flows, "unterminated flows");
+        debug_assert!(
+            self.foreign_flows || self.flows_started == self.counts.flows,
+            "unterminated flows"
+        );
         // Below the flush threshold, so at most one chunk.
         self.flush_buf(self.buf.len())?;
         self.out.flush()?;
@@ -679,14 +705,21 @@ fn encode_event_tail(ev: &mut Vec<u8>, name_iid: u64, track: u64, flows: &[u64],
 /// trusted_packet_sequence_id, interned_data (12, when not empty),
 /// sequence_flags: NEEDS_INCREMENTAL_STATE, track_event: event}`, with
 /// `interned` and `event` already encoded.
-fn encode_begin(buf: &mut Vec<u8>, delta: u64, interned: &[u8], event: &[u8]) {
+fn encode_begin(buf: &mut Vec<u8>, delta: u64, seq: u32, interned: &[u8], event: &[u8]) {
     let interned_len = if interned.is_empty() {
         0
     } else {
         1 + varint_len(interned.len() as u64) + interned.len()
     };
-    let packet_len =
-        1 + varint_len(delta) + 2 + interned_len + 2 + 1 + varint_len(event.len() as u64) + event.len();
+    let packet_len = 1
+        + varint_len(delta)
+        + 1
+        + varint_len(seq as u64)
+        + interned_len
+        + 2
+        + 1
+        + varint_len(event.len() as u64)
+        + event.len();
     buf.reserve(1 + varint_len(packet_len as u64) + packet_len);
     buf.push(1 << 3 | 2);
     put_varint(buf, packet_len as u64);
@@ -695,12 +728,9 @@ fn encode_begin(buf: &mut Vec<u8>, delta: u64, interned: &[u8], event: &[u8]) {
     put_varint(buf, delta);
     // Every packet that uses iids says so, or the names come out NULL
     // (pitfall 5).
-    buf.extend_from_slice(&[
-        10 << 3,
-        SEQUENCE_ID as u8,
-        13 << 3,
-        SEQ_NEEDS_INCREMENTAL_STATE as u8,
-    ]);
+    buf.push(10 << 3);
+    put_varint(buf, seq as u64);
+    buf.extend_from_slice(&[13 << 3, SEQ_NEEDS_INCREMENTAL_STATE as u8]);
     if !interned.is_empty() {
         buf.push(12 << 3 | 2);
         put_varint(buf, interned.len() as u64);
@@ -715,10 +745,10 @@ fn encode_begin(buf: &mut Vec<u8>, delta: u64, interned: &[u8], event: &[u8]) {
 /// `Trace.packet` (field 1) holding `{timestamp: delta,
 /// trusted_packet_sequence_id, track_event {type: SLICE_END, track_uuid:
 /// track}}`.
-fn encode_end(buf: &mut Vec<u8>, delta: u64, track: u64) {
+fn encode_end(buf: &mut Vec<u8>, delta: u64, seq: u32, track: u64) {
     // TrackEvent: type (9, varint) = 2; track_uuid (11, varint).
     let event_len = 2 + 1 + varint_len(track);
-    encode_event_packet(buf, delta, event_len, |buf| {
+    encode_event_packet(buf, delta, seq, event_len, |buf| {
         buf.extend_from_slice(&[9 << 3, EventType::SliceEnd as u8, 11 << 3]);
         put_varint(buf, track);
     });
@@ -727,14 +757,14 @@ fn encode_end(buf: &mut Vec<u8>, delta: u64, track: u64) {
 /// Like [`encode_end`] for `track_event {type: COUNTER, track_uuid, value}`:
 /// an integral value as `counter_value` (30, varint: 2-4 bytes for queue
 /// lengths and 0/100 %), others as `double_counter_value` (44, fixed64).
-fn encode_counter(buf: &mut Vec<u8>, delta: u64, track: u64, value: f64) {
+fn encode_counter(buf: &mut Vec<u8>, delta: u64, seq: u32, track: u64, value: f64) {
     let int = (value.fract() == 0.0 && value.abs() < 1e15).then_some(value as i64);
     let value_len = match int {
         Some(v) => 2 + varint_len(v as u64),
         None => 2 + 8,
     };
     let event_len = 2 + 1 + varint_len(track) + value_len;
-    encode_event_packet(buf, delta, event_len, |buf| {
+    encode_event_packet(buf, delta, seq, event_len, |buf| {
         buf.extend_from_slice(&[9 << 3, EventType::Counter as u8, 11 << 3]);
         put_varint(buf, track);
         match int {
@@ -753,15 +783,24 @@ fn encode_counter(buf: &mut Vec<u8>, delta: u64, track: u64, value: f64) {
 /// A packet with `timestamp` (8), `trusted_packet_sequence_id` (10) and a
 /// `track_event` (11) of `event_len` bytes written by `event`.
 #[inline]
-fn encode_event_packet(buf: &mut Vec<u8>, delta: u64, event_len: usize, event: impl FnOnce(&mut Vec<u8>)) {
-    let packet_len = 1 + varint_len(delta) + 2 + 1 + varint_len(event_len as u64) + event_len;
+fn encode_event_packet(
+    buf: &mut Vec<u8>,
+    delta: u64,
+    seq: u32,
+    event_len: usize,
+    event: impl FnOnce(&mut Vec<u8>),
+) {
+    let packet_len =
+        1 + varint_len(delta) + 1 + varint_len(seq as u64) + 1 + varint_len(event_len as u64) + event_len;
     buf.reserve(1 + varint_len(packet_len as u64) + packet_len);
     buf.push(1 << 3 | 2);
     put_varint(buf, packet_len as u64);
     let start = buf.len();
     buf.push(8 << 3);
     put_varint(buf, delta);
-    buf.extend_from_slice(&[10 << 3, SEQUENCE_ID as u8, 11 << 3 | 2]);
+    buf.push(10 << 3);
+    put_varint(buf, seq as u64);
+    buf.push(11 << 3 | 2);
     put_varint(buf, event_len as u64);
     event(buf);
     debug_assert_eq!(buf.len() - start, packet_len);
@@ -792,24 +831,29 @@ mod tests {
     /// make them.
     #[test]
     fn hand_encoded_end_and_counter_packets_match_prost() {
-        for (ts, track, value) in [
+        for (i, (ts, track, value)) in [
             (0u64, 1u64, 0.0f64),
             (1_700_000_000_123_456_789, 300, 87.5),
             (5, 7, 3.0),
             (99, 8, -2.0),
             (u64::MAX, u64::MAX, -1e300),
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            // Job exports number sequences by rank: one- and multi-byte ids.
+            let seq = [SEQUENCE_ID, 127, 128, 70_000, u32::MAX][i];
             for counter in [false, true] {
                 let mut buf = Vec::new();
                 if counter {
-                    encode_counter(&mut buf, ts, track, value);
+                    encode_counter(&mut buf, ts, seq, track, value);
                 } else {
-                    encode_end(&mut buf, ts, track);
+                    encode_end(&mut buf, ts, seq, track);
                 }
                 let int = value.fract() == 0.0 && value.abs() < 1e15;
                 let want = TracePacket {
                     timestamp: Some(ts),
-                    trusted_packet_sequence_id: Some(SEQUENCE_ID),
+                    trusted_packet_sequence_id: Some(seq),
                     data: Some(PacketData::TrackEvent(TrackEvent {
                         r#type: Some(if counter {
                             EventType::Counter
@@ -895,11 +939,12 @@ mod tests {
             if !interned.is_empty() {
                 interned.encode(&mut ib).unwrap();
             }
+            let seq = [SEQUENCE_ID, 200, 1 << 20][(track % 3) as usize];
             let mut buf = Vec::new();
-            encode_begin(&mut buf, delta, &ib, &ev);
+            encode_begin(&mut buf, delta, seq, &ib, &ev);
             let want = TracePacket {
                 timestamp: Some(delta),
-                trusted_packet_sequence_id: Some(SEQUENCE_ID),
+                trusted_packet_sequence_id: Some(seq),
                 sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
                 interned_data: (!interned.is_empty()).then_some(interned),
                 data: Some(PacketData::TrackEvent(TrackEvent {

@@ -1,0 +1,240 @@
+//! What `analyze`, `report`, `export` and `diff` read when given several
+//! traces or a directory: the files, each analysed on its own into a
+//! compact per-rank summary (in parallel, one trace in memory per worker),
+//! then grouped into jobs (analyzers' `job::group`) and traces analysed
+//! apart.
+//!
+//! A single trace file keeps the plain single-trace path and its errors
+//! (exit status 2 when it cannot be read). With several inputs, a file that
+//! cannot be read, or that is not a trace, is left out with one warning
+//! line; only when nothing is left is it an error.
+
+use crate::analyze::{check_window, load_partial, warn_incomplete, warn_skipped};
+use anyhow::{bail, Result};
+use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::job::group::{group, rank_from_name, InputMeta};
+use gapscope_analyzers::job::{summarize_rank, RankSummary};
+use gapscope_collectors::capture;
+use gapscope_collectors::kineto::{ImportOptions, ReadLimits};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// How to read and analyse each input.
+pub struct LoadOptions<'a> {
+    /// The single-trace analysis options (steps, time window).
+    pub analyze: AnalyzeOptions,
+    /// Progress and the like.
+    pub import: ImportOptions,
+    /// `--max-events`, `--time-window` while reading.
+    pub limits: ReadLimits,
+    /// The `--time-window` text, for messages.
+    pub time_text: Option<&'a str>,
+    /// No warnings.
+    pub quiet: bool,
+    /// Traces analysed at once (0: one per core).
+    pub jobs: usize,
+}
+
+/// One input, analysed.
+pub struct Item {
+    /// The path as the user gave it (or as listed from a directory).
+    pub name: String,
+    /// Its summary, with its own analysis.
+    pub summary: RankSummary,
+}
+
+/// How the items are reported.
+pub enum Unit {
+    /// A trace on its own (index into the items).
+    Single(usize),
+    /// The ranks of one job (indices, by rank).
+    Job(Vec<usize>),
+}
+
+/// Everything read, grouped.
+pub struct Batch {
+    /// The inputs that could be read, in input order.
+    pub items: Vec<Item>,
+    /// What to report, in input order of each unit's first item.
+    pub units: Vec<Unit>,
+}
+
+/// Whether `paths` asks for more than the plain single-trace path: several
+/// inputs, or a directory.
+pub fn is_batch(paths: &[PathBuf]) -> bool {
+    paths.len() > 1 || paths.iter().any(|p| p.is_dir())
+}
+
+/// Files a directory holds that look like traces: `.json`, `.json.gz`,
+/// `.gst`, or a capture by its first bytes. Others are named in one
+/// warning each.
+fn list_dir(dir: &Path, quiet: bool) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: cannot read the directory ({e}); check the path and its permissions",
+            dir.display()
+        )
+    })?;
+    let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        if name.starts_with('.') || f.is_dir() {
+            continue;
+        }
+        let lower = name.to_ascii_lowercase();
+        if lower.ends_with(".json")
+            || lower.ends_with(".json.gz")
+            || lower.ends_with(".gst")
+            || capture::is_capture_file(&f)
+        {
+            out.push(f);
+        } else if !quiet {
+            warn(&format!(
+                "{}: skipped: not a trace (gapscope reads .json, .json.gz and .gst files)",
+                f.display()
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// One warning line on stderr.
+pub fn warn(msg: &str) {
+    let _ = writeln!(io::stderr().lock(), "gapscope: warning: {msg}");
+}
+
+/// The files `paths` name: files as they are, directories by their traces.
+pub fn expand(paths: &[PathBuf], quiet: bool) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let before = out.len();
+            out.extend(list_dir(p, quiet)?);
+            if out.len() == before && !quiet {
+                warn(&format!("{}: no trace files in this directory", p.display()));
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Reads and analyses every file of `paths` (in parallel), then groups
+/// them into jobs. A file that cannot be read is left out with a warning;
+/// nothing read at all is an error.
+pub fn load_batch(paths: &[PathBuf], opts: &LoadOptions) -> Result<Batch> {
+    let files = expand(paths, opts.quiet)?;
+    if files.is_empty() {
+        bail!(
+            "{}: no traces to analyse; give Kineto traces (.json, .json.gz) or gapscope captures (.gst), or \
+             directories of them",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let results = load_parallel(&files, opts);
+    let mut items = Vec::new();
+    let mut failed = Vec::new();
+    for (f, r) in files.iter().zip(results) {
+        match r {
+            Ok(item) => items.push(item),
+            Err(e) => {
+                if !opts.quiet {
+                    warn(&format!("{e:#}; left out").replace('\n', " "));
+                }
+                failed.push(f.display().to_string());
+            }
+        }
+    }
+    if items.is_empty() {
+        bail!(
+            "none of the {} input file{} could be analysed (see the warnings above)",
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        );
+    }
+    let metas: Vec<InputMeta> = items.iter().map(meta).collect();
+    let g = group(&metas);
+    if !opts.quiet {
+        for (i, why) in &g.apart {
+            if !why.is_empty() {
+                warn(&format!("{}: analysed apart from the job: {why}", items[*i].name));
+            }
+        }
+    }
+    let mut units: Vec<(usize, Unit)> = g.jobs.into_iter().map(|j| (j[0], Unit::Job(j))).collect();
+    units.extend(g.apart.into_iter().map(|(i, _)| (i, Unit::Single(i))));
+    units.sort_by_key(|u| u.0);
+    Ok(Batch {
+        items,
+        units: units.into_iter().map(|u| u.1).collect(),
+    })
+}
+
+fn meta(item: &Item) -> InputMeta {
+    let s = &item.summary;
+    InputMeta {
+        name: item.name.clone(),
+        rank: (s.rank >= 0).then_some(s.rank),
+        world_size: s.world_size,
+        steps: s.steps.iter().map(|x| x.number).collect(),
+        span: (s.window.1 > s.window.0).then(|| (s.origin_ns + s.window.0, s.origin_ns + s.window.1)),
+    }
+}
+
+/// Loads and summarises `files` on `opts.jobs` threads, results in input
+/// order. Each worker holds one trace at a time; only summaries stay.
+fn load_parallel(files: &[PathBuf], opts: &LoadOptions) -> Vec<Result<Item>> {
+    let workers = match opts.jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .min(files.len())
+    .max(1);
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<Result<Item>>>> = Mutex::new((0..files.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= files.len() {
+                    break;
+                }
+                let r = load_one(&files[i], opts);
+                slots.lock().expect("no worker panics holding it")[i] = Some(r);
+            });
+        }
+    });
+    slots
+        .into_inner()
+        .expect("workers are done")
+        .into_iter()
+        .map(|r| r.expect("every file was loaded"))
+        .collect()
+}
+
+fn load_one(path: &Path, opts: &LoadOptions) -> Result<Item> {
+    let imported = load_partial(path, &opts.import, &opts.limits)?;
+    let name = path.display().to_string();
+    if let (Some(text), Some(t)) = (opts.time_text, opts.analyze.time_window) {
+        let extent = imported.extent.unwrap_or((0, 0));
+        check_window(&name, &imported.trace, &opts.analyze.window, text, t, extent)?;
+    }
+    if !opts.quiet {
+        warn_incomplete(&name, &imported);
+        warn_skipped(&name, &imported.trace);
+    }
+    let summary = summarize_rank(&imported.trace, &opts.analyze, rank_from_name(&name));
+    Ok(Item { name, summary })
+}

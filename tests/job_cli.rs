@@ -1,0 +1,226 @@
+//! `gapscope analyze` of a whole job: directories and several traces,
+//! grouped into jobs by rank, world size, steps and time; bad inputs left
+//! out with one line each.
+
+mod common;
+use common::*;
+use std::ffi::OsString;
+
+fn args(v: &[&str], paths: &[&std::path::Path]) -> Vec<OsString> {
+    let mut a: Vec<OsString> = v.iter().map(OsString::from).collect();
+    a.extend(paths.iter().map(|p| p.as_os_str().to_owned()));
+    a
+}
+
+#[test]
+fn dlrm_directory_is_one_job() {
+    let dir = shared_trace("param/dlrm_8rank");
+    let r = gapscope(args(&["analyze"], &[&dir])).expect_code(0);
+    let first = r.stdout.lines().next().unwrap();
+    assert_eq!(first, "job: 8 ranks of 8 (0-7), step #10, median step 20.82 ms");
+    assert!(
+        r.stdout
+            .contains("in all_to_all #1 for rank 7, which began the step 3.8 ms after its peers"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    let j = gapscope(args(&["analyze", "--format", "json"], &[&dir]))
+        .expect_code(0)
+        .json();
+    assert_eq!(j["kind"], "job");
+    assert_eq!(j["schema_version"], 1);
+    let ranks = j["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 8);
+    // Each rank's own analysis is exactly what analysing its file alone gives.
+    let file = std::path::PathBuf::from(ranks[3]["source"].as_str().unwrap());
+    let alone = gapscope(args(&["analyze", "--format", "json"], &[&file]))
+        .expect_code(0)
+        .json();
+    assert_eq!(ranks[3]["analysis"], alone);
+    assert_eq!(ranks[3]["rank"], 3);
+}
+
+/// The example, through the command line: rank 3's DataLoader
+/// makes the others wait 12 ms in step 11. The ranks are named only by
+/// their files (`worker<N>`), so there is no world size.
+#[test]
+fn planted_straggler_through_the_cli_with_ranks_from_names() {
+    let tmp = TempDir::new("job-names");
+    plant_job(
+        tmp.path(),
+        &[
+            "--ranks",
+            "4",
+            "--steps",
+            "3",
+            "--no-distributed-info",
+            "--name",
+            "worker{rank}_x.pt.trace.json.gz",
+            "--plant",
+            "3:11:1:12:dataloader",
+        ],
+    );
+    let j = gapscope(args(&["analyze", "--format", "json"], &[tmp.path()]))
+        .expect_code(0)
+        .json();
+    assert_eq!(j["kind"], "job");
+    assert_eq!(j["world_size"], serde_json::Value::Null);
+    let f = &j["findings"][0];
+    assert_eq!(f["id"], "straggler_wait");
+    assert_eq!(f["culprit_rank"], 3);
+    assert_eq!(f["step"], 11);
+    assert_eq!(f["cause"], "dataloader");
+    assert_eq!(f["collective"], "all_to_all");
+    for r in ["0", "1", "2"] {
+        let w = f["wait_ns"][r].as_i64().unwrap();
+        assert!((w - 12_000_000).abs() <= 120_000, "rank {r} waited {w}");
+    }
+    let e = f["est_savings_ns"].as_i64().unwrap();
+    assert!((e - 12_000_000).abs() <= 120_000, "{e}");
+    let t = gapscope(args(&["analyze"], &[tmp.path()])).expect_code(0).stdout;
+    assert!(t.contains("step 11: ranks 0-2 waited 12.0 ms in all_to_all #1 for rank 3, whose DataLoader took 12.0 ms longer than its peers'"), "{t}");
+    assert!(t.contains("Fix rank 3's input pipeline"), "{t}");
+}
+
+/// Two runs of the same 2-rank job an hour apart, a 3-rank job, a file
+/// that is not a trace, a truncated rank and a missing one, all in one
+/// directory: each job is analysed on its own, every problem is one line.
+#[test]
+fn mixed_directory() {
+    let tmp = TempDir::new("job-mixed");
+    let dir = tmp.path();
+    let sub = |n: &str| {
+        let p = dir.join(n);
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    };
+    let a = sub("a");
+    plant_job(
+        &a,
+        &[
+            "--ranks",
+            "2",
+            "--steps",
+            "2",
+            "--name",
+            "runA_rank{rank}.json.gz",
+            "--plant",
+            "1:10:1:2:dataloader",
+        ],
+    );
+    let b = sub("b");
+    plant_job(
+        &b,
+        &[
+            "--ranks",
+            "2",
+            "--steps",
+            "2",
+            "--time-shift-s",
+            "3600",
+            "--name",
+            "runB_rank{rank}.json.gz",
+            "--plant",
+            "0:11:1:3:cpu_op",
+        ],
+    );
+    let c = sub("c");
+    plant_job(
+        &c,
+        &[
+            "--ranks",
+            "4",
+            "--steps",
+            "2",
+            "--skip-rank",
+            "2",
+            "--name",
+            "runC_rank{rank}.json.gz",
+        ],
+    );
+    let all = sub("all");
+    for d in [&a, &b, &c] {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, all.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::write(all.join("README.txt"), "notes").unwrap();
+    // Rank 3 of run C, cut short in the middle (a copy interrupted).
+    let gz = std::fs::read(all.join("runC_rank3.json.gz")).unwrap();
+    let mut json = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut json).unwrap();
+    std::fs::write(all.join("runC_rank3.json.gz"), []).unwrap();
+    std::fs::remove_file(all.join("runC_rank3.json.gz")).unwrap();
+    std::fs::write(all.join("runC_rank3.json"), &json[..json.len() * 3 / 4]).unwrap();
+
+    let r = gapscope(args(&["analyze", "--format", "json"], &[&all])).expect_code(0);
+    let jobs = r.json();
+    let jobs = jobs.as_array().expect("three jobs");
+    assert_eq!(jobs.len(), 3, "{}", r.stderr);
+    let by_size = |n: usize| {
+        jobs.iter()
+            .filter(|j| j["ranks"].as_array().unwrap().len() == n)
+            .count()
+    };
+    assert_eq!((by_size(2), by_size(3)), (2, 1));
+    let culprits: Vec<(i64, i64)> = jobs
+        .iter()
+        .filter(|j| j["ranks"].as_array().unwrap().len() == 2)
+        .map(|j| {
+            let f = j["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["id"] == "straggler_wait")
+                .unwrap();
+            (f["culprit_rank"].as_i64().unwrap(), f["step"].as_i64().unwrap())
+        })
+        .collect();
+    assert_eq!(culprits, [(1, 10), (0, 11)], "run A then run B");
+    let c = jobs
+        .iter()
+        .find(|j| j["ranks"].as_array().unwrap().len() == 3)
+        .unwrap();
+    assert_eq!(c["missing_ranks"], serde_json::json!([2]));
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("README.txt: skipped: not a trace")),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("runC_rank3.json") && l.contains("cut short")
+                || l.contains("runC_rank3.json") && l.contains("truncated")),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("no trace for rank 2 of 4")),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        lines.iter().all(|l| l.starts_with("gapscope: warning: ")),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_empty_directory_is_an_error() {
+    let tmp = TempDir::new("job-empty");
+    std::fs::write(tmp.path().join("x.txt"), "x").unwrap();
+    let r = gapscope(args(&["analyze"], &[tmp.path()])).expect_code(2);
+    assert!(r.stdout.is_empty());
+    assert!(
+        r.stderr.lines().last().unwrap().contains("no traces to analyse"),
+        "{}",
+        r.stderr
+    );
+}
