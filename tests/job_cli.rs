@@ -224,3 +224,32 @@ fn an_empty_directory_is_an_error() {
         r.stderr
     );
 }
+
+/// `report` of a job as Markdown: the findings and both tables; and a
+/// report of inputs that hold two jobs says so.
+#[test]
+fn job_report_markdown_and_two_jobs() {
+    let tmp = TempDir::new("job-report");
+    let a = tmp.path().join("a");
+    std::fs::create_dir_all(&a).unwrap();
+    plant_job(
+        &a,
+        &["--ranks", "4", "--steps", "2", "--plant", "2:10:5:4:compute"],
+    );
+    let r = gapscope(args(&["report", "--format", "md", "-o", "-"], &[&a])).expect_code(0);
+    let md = r.stdout;
+    assert!(md.starts_with("# Who held the job back\n"), "{md}");
+    assert!(md.contains("step 10: ranks 0, 1, 3 waited 4.0 ms in all_reduce #1 for rank 2, whose GPU computed 4.0 ms longer than its peers'"), "{md}");
+    assert_eq!(md.matches("\n| 2 | ").count(), 1, "rank 2's row: {md}");
+    let b = tmp.path().join("b");
+    std::fs::create_dir_all(&b).unwrap();
+    plant_job(&b, &["--ranks", "2", "--steps", "1"]);
+    let out = tmp.path().join("r.html");
+    let r = gapscope(args(&["report", "-o", out.to_str().unwrap()], &[&a, &b])).expect_code(2);
+    assert!(
+        r.stderr.contains("hold 2 jobs and 0 traces apart"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+}

@@ -261,3 +261,66 @@ fn console_errors_are_detected() {
         run.stderr
     );
 }
+
+/// A job's report in Chromium: no console message, the heat map's cells
+/// (ranks x steps) in the DOM with their hover texts, the late rank's cell
+/// outlined, and the screenshot shows the waits' reds.
+#[test]
+fn job_report_renders_in_chromium() {
+    let dir = TempDir::new("browser-job");
+    let ranks = dir.path().join("ranks");
+    std::fs::create_dir_all(&ranks).unwrap();
+    plant_job(
+        &ranks,
+        &["--ranks", "8", "--steps", "3", "--plant", "3:11:1:12:dataloader"],
+    );
+    let page = dir.path().join("job.html");
+    gapscope([
+        "report",
+        "-q",
+        "-o",
+        page.to_str().unwrap(),
+        ranks.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let dom = headless(
+        &page,
+        &dir.path().join("profile-dom"),
+        &["--dump-dom".to_string()],
+    );
+    assert_eq!(
+        dom.console(),
+        Vec::<&str>::new(),
+        "console messages on the job report"
+    );
+    let html = &dom.stdout;
+    assert!(html.contains("<svg class=\"heat\""), "no heat map");
+    let cells = html.matches("<rect").count();
+    assert_eq!(cells, 8 * 3, "one cell per rank and step");
+    assert_eq!(
+        html.matches("stroke=\"#1f2328\"").count(),
+        1,
+        "the one late rank's cell is outlined"
+    );
+    assert!(
+        html.contains("rank 3, step 11: waited 0.00 ms for other ranks")
+            && html.contains("late at 1 collective: the others waited 84.0"),
+        "hover text of the culprit's cell"
+    );
+    assert!(html.contains("step 11: ranks 0-2, 4-7 waited 12.0 ms in all_to_all #1 for rank 3"));
+    let shot = keep_dir().join("job.png");
+    let _ = std::fs::remove_file(&shot);
+    let run = headless(
+        &page,
+        &dir.path().join("profile-shot"),
+        &[format!("--screenshot={}", shot.display())],
+    );
+    assert_eq!(run.console(), Vec::<&str>::new());
+    let img = decode(&shot);
+    assert_eq!((img.width, img.height), (WIDTH, HEIGHT));
+    // Step 11's waiting ranks waited about half their step: the two darkest
+    // reds fill 7 cells of 35 x 17 px.
+    let reds = img.count([0xde, 0x2d, 0x26]) + img.count([0xa5, 0x0f, 0x15]);
+    assert!(reds > 7 * 300, "little red in the heat map: {reds}");
+    eprintln!("screenshot of the job report: {}", shot.display());
+}

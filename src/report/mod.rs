@@ -13,6 +13,7 @@
 pub mod charts;
 pub mod extras;
 pub mod findings;
+pub mod job;
 pub mod palette;
 pub mod render;
 pub mod tables;
@@ -38,6 +39,10 @@ EXAMPLES:
         gapscope report run.pt.trace.json.gz -o report.md
         gapscope report run.pt.trace.json.gz --format md -o -
 
+    A whole job (every rank's trace, or their directory): who held it
+    back, and a rank x step heat map of the time ranks waited for others:
+        gapscope report ./log/ -o job.html
+
     Try it on the small trace built into gapscope:
         gapscope report --demo -o demo.html
 
@@ -47,12 +52,13 @@ EXIT STATUS:
 /// `gapscope report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Kineto trace (`.json` or `.json.gz`).
+    /// Kineto trace (`.json` or `.json.gz`) or gapscope capture (`.gst`);
+    /// or the ranks of one job: several traces, or a directory of them.
     #[arg(value_name = "TRACE", required_unless_present = "demo")]
-    pub trace: Option<PathBuf>,
+    pub traces: Vec<PathBuf>,
 
     /// Report on the small demo trace built into gapscope.
-    #[arg(long, conflicts_with = "trace")]
+    #[arg(long, conflicts_with = "traces")]
     pub demo: bool,
 
     /// Where to write the report (`-` for standard output).
@@ -114,7 +120,10 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     let import = ImportOptions {
         progress: !args.quiet && io::stderr().is_terminal(),
     };
-    let (name, trace) = match &args.trace {
+    if !args.demo && crate::inputs::is_batch(&args.traces) {
+        return run_job(args);
+    }
+    let (name, trace) = match args.traces.first() {
         Some(path) if !args.demo => (path.display().to_string(), analyze::load(path, &import)?),
         _ => (DEMO_NAME.to_string(), analyze::load_demo(&import)?),
     };
@@ -134,6 +143,65 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         match args.format() {
             ReportFormat::Html => render::html(&view)?,
             ReportFormat::Md => render::markdown(&view)?,
+        }
+    };
+    write_output(&args.output, page.as_bytes())?;
+    if !args.quiet && args.output.as_os_str() != "-" {
+        let _ = writeln!(
+            io::stderr().lock(),
+            "gapscope: wrote {} ({} bytes)",
+            args.output.display(),
+            page.len()
+        );
+    }
+    Ok(())
+}
+
+/// `report` of several traces: they must make one job.
+fn run_job(args: &ReportArgs) -> Result<()> {
+    use crate::batch::{self, Output};
+    use crate::inputs::LoadOptions;
+    let opts = LoadOptions {
+        analyze: AnalyzeOptions {
+            window: args.window_options(),
+            ..AnalyzeOptions::default()
+        },
+        import: ImportOptions { progress: false },
+        limits: Default::default(),
+        time_text: None,
+        quiet: args.quiet,
+        jobs: 0,
+    };
+    let outs = batch::analyse(&args.traces, &opts)?;
+    let singles = outs.iter().filter(|o| matches!(o, Output::Single(_))).count();
+    let jobs: Vec<_> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Job(j) => Some(j),
+            Output::Single(_) => None,
+        })
+        .collect();
+    let job = match jobs.as_slice() {
+        [one] if singles == 0 => *one,
+        _ => bail!(
+            "{}: these inputs hold {} jobs and {} traces apart; report covers one job: give it one job's traces",
+            args.traces.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            jobs.len(),
+            singles
+        ),
+    };
+    if !args.quiet {
+        for w in &job.analysis.warnings {
+            crate::inputs::warn(w);
+        }
+    }
+    let view = job::build(&job.analysis);
+    let page = if args.debug_context {
+        serde_json::to_string_pretty(&view)? + "\n"
+    } else {
+        match args.format() {
+            ReportFormat::Html => render::job_html(&view)?,
+            ReportFormat::Md => render::job_markdown(&view)?,
         }
     };
     write_output(&args.output, page.as_bytes())?;

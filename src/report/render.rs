@@ -7,10 +7,12 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 
-const TEMPLATES: [(&str, &str); 3] = [
+const TEMPLATES: [(&str, &str); 5] = [
     ("report.html", include_str!("../../report-templates/report.html")),
     ("charts.html", include_str!("../../report-templates/charts.html")),
     ("report.md", include_str!("../../report-templates/report.md")),
+    ("job.html", include_str!("../../report-templates/job.html")),
+    ("job.md", include_str!("../../report-templates/job.md")),
 ];
 
 fn environment() -> Result<Environment<'static>> {
@@ -40,7 +42,7 @@ fn environment() -> Result<Environment<'static>> {
     Ok(env)
 }
 
-fn render(name: &str, view: &ReportView) -> Result<String> {
+fn render(name: &str, view: &impl serde::Serialize) -> Result<String> {
     let env = environment()?;
     let template = env.get_template(name)?;
     template
@@ -56,6 +58,16 @@ pub fn html(view: &ReportView) -> Result<String> {
 /// The Markdown page.
 pub fn markdown(view: &ReportView) -> Result<String> {
     render("report.md", view)
+}
+
+/// A job's HTML page.
+pub fn job_html(view: &super::job::JobView) -> Result<String> {
+    render("job.html", view)
+}
+
+/// A job's Markdown page.
+pub fn job_markdown(view: &super::job::JobView) -> Result<String> {
+    render("job.md", view)
 }
 
 /// Makes a value safe inside a Markdown table cell: one line, no `|`
