@@ -12,22 +12,36 @@ profiling cycle why the GPUs sat idle in it. The ``gapscope`` command is
 installed with the package.
 """
 
-from ._gapscope import GapscopeError, __version__
-from ._analysis import TABLES, Analysis, analyze, trace_files
-from ._commands import export, report
-from ._cli import executable
-from ._torch import TraceHandler, on_trace_ready
+# Loaded on first use (PEP 562): the `gapscope` command's shim imports this
+# package, and should not pay for loading the extension (and polars) before
+# it hands over to the program.
+_EXPORTS = {
+    "Analysis": "._analysis",
+    "GapscopeError": "._gapscope",
+    "TABLES": "._analysis",
+    "TraceHandler": "._torch",
+    "__version__": "._gapscope",
+    "analyze": "._analysis",
+    "executable": "._cli",
+    "export": "._commands",
+    "on_trace_ready": "._torch",
+    "report": "._commands",
+    "trace_files": "._analysis",
+}
 
-__all__ = [
-    "Analysis",
-    "GapscopeError",
-    "TABLES",
-    "TraceHandler",
-    "__version__",
-    "analyze",
-    "executable",
-    "export",
-    "on_trace_ready",
-    "report",
-    "trace_files",
-]
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gapscope' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

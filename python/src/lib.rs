@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 create_exception!(
-    _gapscope,
+    gapscope,
     GapscopeError,
     PyException,
     "A trace could not be read or analysed; the message is gapscope's one line: which file, what is wrong, what to do."

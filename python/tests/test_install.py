@@ -54,3 +54,17 @@ def test_python_m_gapscope_cli_runs_the_same_program():
     out = subprocess.run([sys.executable, "-m", "gapscope._cli", "--version"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("gapscope ")
+
+
+def test_the_command_does_not_load_the_extension():
+    # The shim hands over to the program without loading the extension or
+    # polars (about 0.2 s of start-up per command otherwise).
+    code = "import sys, gapscope._cli; print(sorted(m for m in sys.modules if m.startswith(('gapscope', 'polars'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['gapscope', 'gapscope._cli']"
+
+
+def test_the_error_type_is_gapscopes():
+    assert gapscope.GapscopeError.__module__ == "gapscope"
+    assert issubclass(gapscope.GapscopeError, Exception)
+    assert set(gapscope.__all__) <= set(dir(gapscope))
