@@ -201,10 +201,14 @@ def test_row_tables_match_the_row_counts(pair):
     if a.kernels.height:
         assert set(a.kernels["kind"].unique()) <= {"kernel", "memcpy", "memset"}
         assert a.kernels["dur_ns"].min() >= 0
-    # op_row points into .ops.
+    # op_row points into .ops: for a gap, at the operator it names.
     for name in ("gaps", "kernels", "launches"):
         rows = getattr(a, name)["op_row"].drop_nulls()
         assert rows.is_empty() or rows.max() < a.ops.height
+    blamed = a.gaps.filter(pl.col("op_row").is_not_null())
+    assert (blamed["operator"] == a.ops["name"].gather(blamed["op_row"])).all()
+    assert a.gaps.filter(pl.col("op_row").is_null())["operator"].null_count() == a.gaps["op_row"].null_count()
+    assert (a.ops["row"] == pl.Series(range(a.ops.height))).all()
 
 
 def test_launch_percentiles_come_from_the_launches_table(pair):
