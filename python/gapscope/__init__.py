@@ -18,6 +18,7 @@ installed with the package.
 _EXPORTS = {
     "Analysis": "._analysis",
     "GapscopeError": "._gapscope",
+    "Job": "._job",
     "TABLES": "._analysis",
     "TraceHandler": "._torch",
     "__version__": "._gapscope",

@@ -47,35 +47,31 @@ def trace_files(directory: PathLike) -> List[str]:
     ]
 
 
-def _one_path(path: Any) -> str:
-    if isinstance(path, (list, tuple)):
-        if len(path) == 1:
-            return _one_path(path[0])
-        raise GapscopeError(
-            f"{len(path)} traces given; gapscope.analyze reads one trace for now "
-            "(analysing the ranks of a job together is not available yet): "
-            "call gapscope.analyze on each file"
-        )
+def _fspath(path: Any) -> str:
     try:
         p = os.fspath(path)
     except TypeError:
         raise GapscopeError(
             f"{path!r} is not a path; give the trace file's path as a str or pathlib.Path"
         ) from None
-    if isinstance(p, bytes):
-        p = os.fsdecode(p)
+    return os.fsdecode(p) if isinstance(p, bytes) else p
+
+
+def _paths(path: Any) -> List[str]:
+    """The trace files `path` names: one file, a directory's traces, or a
+    list of files and directories."""
+    if isinstance(path, (list, tuple)):
+        out = [p for x in path for p in _paths(x)]
+        if not out:
+            raise GapscopeError("no trace given: the list is empty")
+        return out
+    p = _fspath(path)
     if os.path.isdir(p):
         files = trace_files(p)
-        if len(files) == 1:
-            return files[0]
         if not files:
             raise GapscopeError(f"{p}: the directory holds no trace (.json, .json.gz or .gst files)")
-        raise GapscopeError(
-            f"{p}: the directory holds {len(files)} traces; gapscope.analyze reads one trace for now "
-            "(analysing the ranks of a job together is not available yet): "
-            "call gapscope.analyze on each file, e.g. [gapscope.analyze(f) for f in gapscope.trace_files(dir)]"
-        )
-    return p
+        return files
+    return [p]
 
 
 def analyze(
@@ -83,11 +79,15 @@ def analyze(
     steps: Any = None,
     exclude_last_step: bool = False,
     time_window: Optional[str] = None,
-) -> "Analysis":
-    """Analyse one trace, as `gapscope analyze` does.
+) -> Any:
+    """Analyse a trace, as `gapscope analyze` does.
 
     path: a Kineto trace (``.json``, ``.json.gz``) or a gapscope capture
-    (``.gst``), or a directory (or list) holding exactly one of them.
+    (``.gst``): gives an Analysis. A directory or a list of several traces
+    is read as `gapscope analyze` reads them: the ranks of a job together,
+    as a Job (cross-rank waits, stragglers, each rank's Analysis), other
+    traces each alone; one result is returned as it is, several as a list
+    in input order.
     steps: only these ProfilerSteps: ``7``, ``(5, 9)`` or ``"5..9"`` (both
     included). exclude_last_step: leave out the last step (HTA's default).
     time_window: only this slice of time after the trace's first event,
@@ -96,13 +96,19 @@ def analyze(
     Raises GapscopeError with the command line's one-line message when the
     trace cannot be read or the selection is empty.
     """
-    p = _one_path(path)
     if time_window is not None and not isinstance(time_window, str):
         raise GapscopeError(f"time_window={time_window!r}: write it as a string START..END, e.g. '2.5s..4s'")
-    session = _gapscope.analyze_file(p, _steps_text(steps), bool(exclude_last_step), time_window)
+    paths = _paths(path)
+    steps_text = _steps_text(steps)
+    if len(paths) > 1:
+        from ._job import analyze_batch
+
+        results = analyze_batch(paths, steps_text, bool(exclude_last_step), time_window)
+        return results[0] if len(results) == 1 else results
+    session = _gapscope.analyze_file(paths[0], steps_text, bool(exclude_last_step), time_window)
     for w in session.warnings():
         warnings.warn(f"gapscope: {w}", stacklevel=2)
-    return Analysis(session, p, steps=_steps_text(steps), exclude_last_step=bool(exclude_last_step),
+    return Analysis(session, paths[0], steps=steps_text, exclude_last_step=bool(exclude_last_step),
                     time_window=time_window)
 
 

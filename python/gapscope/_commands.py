@@ -8,7 +8,7 @@ import os
 import subprocess
 from typing import Any, List, Optional
 
-from ._analysis import _one_path, _steps_text
+from ._analysis import _paths, _steps_text
 from ._cli import executable
 from ._gapscope import GapscopeError
 
@@ -34,11 +34,11 @@ def _run(args: List[str]) -> None:
 
 def report(path: Any, output: Any, *, format: Optional[str] = None, steps: Any = None,
            exclude_last_step: bool = False) -> str:
-    """Write the report of one trace: one self-contained HTML page, or
-    Markdown with ``format="md"`` (or an ``.md`` output name). Returns the
-    output path."""
+    """Write the report of a trace, or of the ranks of a job (a directory
+    or a list of traces): one self-contained HTML page, or Markdown with
+    ``format="md"`` (or an ``.md`` output name). Returns the output path."""
     out = os.fspath(output)
-    args = ["report", _one_path(path), "-o", out]
+    args = ["report", *_paths(path), "-o", out]
     if format is not None:
         args += ["--format", format]
     s = _steps_text(steps)
@@ -53,10 +53,11 @@ def report(path: Any, output: Any, *, format: Optional[str] = None, steps: Any =
 def export(path: Any, output: Any, *, format: str = "perfetto", compress: bool = True) -> str:
     """Write the trace as a timeline: ``perfetto`` (open in ui.perfetto.dev,
     idle gaps drawn with their causes), ``chrome`` (Kineto-compatible JSON)
-    or ``gst`` (a gapscope capture), as `gapscope export` does. Returns the
-    output path."""
+    or ``gst`` (a gapscope capture), as `gapscope export` does; the ranks
+    of a job (a directory or a list of traces) as one timeline on the
+    job's aligned clock. Returns the output path."""
     out = os.fspath(output)
-    args = ["export", _one_path(path), "-o", out, "--format", format]
+    args = ["export", *_paths(path), "-o", out, "--format", format]
     if not compress:
         args.append("--no-compress")
     _run(args)

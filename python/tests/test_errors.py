@@ -96,21 +96,11 @@ def test_bad_options(traces, kwargs, needle):
     assert needle in raised(p, **kwargs)
 
 
-def test_directories_and_lists(traces, tmp_path):
-    many = traces / "param/dlrm_8rank"
-    msg = raised(many)
-    assert "holds 8 traces" in msg and "gapscope.analyze on each file" in msg
-    assert "2 traces given" in raised([many / "a.json", many / "b.json"])
+def test_paths_that_name_no_trace(tmp_path):
     assert "holds no trace" in raised(tmp_path)
-    # A directory (or list) of one trace is that trace.
-    one = tmp_path / "one"
-    one.mkdir()
-    src = traces / "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
-    (one / src.name).write_bytes(src.read_bytes())
-    assert gapscope.analyze(one).summary == gapscope.analyze([src]).summary | {
-        "source": gapscope.analyze(one).summary["source"]}
+    assert "the list is empty" in raised([])
     assert "is not a path" in raised(42)
-    assert len(gapscope.trace_files(many)) == 8
+    assert "is not a path" in raised([tmp_path / "a.json", 42])
 
 
 def test_report_and_export_errors_are_the_clis(tmp_path):

@@ -46,6 +46,9 @@ def test_each_cycle_is_written_and_diagnosed(tmp_path):
         assert len(a.summary["window"]["steps_selected"]) == 2
         assert a.ops.filter(a.ops["name"] == "train_step").height == 2
     assert handler.last is not None and handler.last.path == handler.traces[-1]
+    # The log directory: one worker's cycles, each analysed alone.
+    cycles = gapscope.analyze(tmp_path / "log")
+    assert [a.path for a in cycles] == handler.traces
 
 
 def test_gzip_and_the_same_files_as_tensorboard_trace_handler(tmp_path):
