@@ -49,10 +49,23 @@ pub fn outputs(batch: Batch, job_opts: &JobOptions) -> Vec<Output> {
         .map(|u| match u {
             Unit::Single(i) => {
                 let item = items[i].take().expect("each item is in one unit");
-                Output::Single(Box::new(Analysed {
-                    name: item.name,
-                    analysis: *item.summary.analysis.expect("summaries keep their analysis"),
-                }))
+                match item.summary.analysis {
+                    Some(a) => Output::Single(Box::new(Analysed {
+                        name: item.name,
+                        analysis: *a,
+                    })),
+                    // A summary read back from Parquet has no analysis of its
+                    // own: a job of one rank still gives its table.
+                    None => {
+                        let ranks = vec![item.summary];
+                        let (analysis, timeline) = analyze_job_timeline(&ranks, job_opts);
+                        Output::Job(Box::new(AnalysedJob {
+                            ranks,
+                            analysis,
+                            timeline,
+                        }))
+                    }
+                }
             }
             Unit::Job(members) => {
                 let ranks: Vec<RankSummary> = members
@@ -87,6 +100,7 @@ pub fn run(args: &AnalyzeArgs, options: AnalyzeOptions, time_text: Option<&str>)
         time_text,
         quiet: args.quiet,
         jobs: args.jobs,
+        with_analysis: true,
     };
     let outs = analyse(&args.traces, &opts)?;
     if !args.quiet {

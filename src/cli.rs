@@ -73,6 +73,12 @@ pub enum Command {
     #[command(after_help = crate::bench_cmd::EXAMPLES)]
     Bench(crate::bench_cmd::BenchArgs),
 
+    /// The per-rank step of a job's analysis: write each trace's rank
+    /// summary as Parquet, for a distributed reduce (`gapscope analyze DIR`
+    /// reads them; needs the `parquet` build feature).
+    #[command(after_help = crate::summarize_cmd::EXAMPLES)]
+    Summarize(crate::summarize_cmd::SummarizeArgs),
+
     /// Run any CUDA program (after `--`) and record every one of its
     /// processes through CUPTI: kernels, copies, syncs, API calls and NVTX
     /// ranges, merged into one capture that the other subcommands read.

@@ -192,6 +192,25 @@ pub fn run(args: &ExportArgs) -> Result<()> {
 fn run_parquet(args: &ExportArgs, import: &ImportOptions) -> Result<()> {
     use crate::export::parquet;
     let dir = &args.output;
+    parquet_dir(dir)?;
+    let trace = crate::analyze::load(&args.traces[0], import)?;
+    let opts = parquet::Options {
+        compress: !args.no_compress,
+        ..Default::default()
+    };
+    let s = parquet::write_dir(&trace, dir, &opts).with_context(|| {
+        format!(
+            "{}: cannot write the Parquet tables (-o must name a writable directory)",
+            dir.display()
+        )
+    })?;
+    parquet_done(args, dir, &s)
+}
+
+/// The `-o` directory of `--format parquet`: checked, and created when
+/// missing (its parent must exist), before any trace is read.
+#[cfg(feature = "parquet")]
+fn parquet_dir(dir: &Path) -> Result<()> {
     if dir.exists() && !dir.is_dir() {
         anyhow::bail!(
             "{}: not a directory; --format parquet writes one file per table into a directory",
@@ -206,17 +225,12 @@ fn run_parquet(args: &ExportArgs, import: &ImportOptions) -> Result<()> {
             )
         })?;
     }
-    let trace = crate::analyze::load(&args.traces[0], import)?;
-    let opts = parquet::Options {
-        compress: !args.no_compress,
-        ..Default::default()
-    };
-    let s = parquet::write_dir(&trace, dir, &opts).with_context(|| {
-        format!(
-            "{}: cannot write the Parquet tables (-o must name a writable directory)",
-            dir.display()
-        )
-    })?;
+    Ok(())
+}
+
+/// `--stats-json` and the summary line of a Parquet export.
+#[cfg(feature = "parquet")]
+fn parquet_done(args: &ExportArgs, dir: &Path, s: &crate::export::parquet::Summary) -> Result<()> {
     if let Some(p) = &args.stats_json {
         let tables: serde_json::Map<String, serde_json::Value> =
             s.tables.iter().map(|(f, n)| (f.clone(), (*n).into())).collect();
@@ -254,6 +268,7 @@ fn run_job(args: &ExportArgs) -> Result<()> {
         time_text: None,
         quiet: args.quiet,
         jobs: 0,
+        with_analysis: true,
     };
     let outs = batch::analyse(&args.traces, &opts)?;
     let singles = outs.iter().filter(|o| matches!(o, Output::Single(_))).count();
@@ -322,6 +337,45 @@ fn run_job(args: &ExportArgs) -> Result<()> {
 #[cfg(not(feature = "parquet"))]
 fn run_job_parquet(_: &ExportArgs, _: &crate::batch::AnalysedJob) -> Result<()> {
     run_parquet_missing()
+}
+
+/// A job's tables: every rank's rows with a `rank` column, one rank read
+/// at a time, and `ranks.parquet` with each rank's clock offset.
+#[cfg(feature = "parquet")]
+fn run_job_parquet(args: &ExportArgs, job: &crate::batch::AnalysedJob) -> Result<()> {
+    use crate::export::parquet;
+    let dir = &args.output;
+    parquet_dir(dir)?;
+    let opts = parquet::Options {
+        compress: !args.no_compress,
+        ..Default::default()
+    };
+    let import = ImportOptions { progress: false };
+    let mut tables = parquet::JobTables::new(dir, &opts);
+    for s in &job.ranks {
+        let trace = crate::analyze::load(Path::new(&s.source), &import)?;
+        let offset = job
+            .analysis
+            .alignment
+            .ranks
+            .iter()
+            .find(|a| a.rank == s.rank)
+            .and_then(|a| a.offset_ns);
+        let row = parquet::RankRow {
+            rank: s.rank,
+            source: s.source.clone(),
+            origin_ns: s.origin_ns,
+            clock_offset_ns: offset,
+            world_size: s.world_size,
+        };
+        tables
+            .add(row, &trace)
+            .with_context(|| format!("{}: cannot write the Parquet tables", dir.display()))?;
+    }
+    let s = tables
+        .finish()
+        .with_context(|| format!("{}: cannot write the Parquet tables", dir.display()))?;
+    parquet_done(args, dir, &s)
 }
 
 /// Without the `parquet` feature: one clear line, before any work.

@@ -13,7 +13,7 @@ use crate::analyze::{check_window, load_partial, warn_incomplete, warn_skipped};
 use anyhow::{bail, Result};
 use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::job::group::{group, rank_from_name, InputMeta};
-use gapscope_analyzers::job::{summarize_rank, RankSummary};
+use gapscope_analyzers::job::{summarize_rank, summarize_selected, RankSummary};
 use gapscope_collectors::capture;
 use gapscope_collectors::kineto::{ImportOptions, ReadLimits};
 use std::io::{self, Write};
@@ -35,6 +35,9 @@ pub struct LoadOptions<'a> {
     pub quiet: bool,
     /// Traces analysed at once (0: one per core).
     pub jobs: usize,
+    /// Keep each rank's own analysis in its summary (what `analyze` prints
+    /// per rank); `summarize` leaves it out.
+    pub with_analysis: bool,
 }
 
 /// One input, analysed.
@@ -128,11 +131,27 @@ pub fn expand(paths: &[PathBuf], quiet: bool) -> Result<Vec<PathBuf>> {
 }
 
 /// Reads and analyses every file of `paths` (in parallel), then groups
-/// them into jobs. A file that cannot be read is left out with a warning;
-/// nothing read at all is an error.
+/// them into jobs. A directory of per-rank summaries (`gapscope
+/// summarize`) gives its summaries. A file that cannot be read is left out
+/// with a warning; nothing read at all is an error.
 pub fn load_batch(paths: &[PathBuf], opts: &LoadOptions) -> Result<Batch> {
-    let files = expand(paths, opts.quiet)?;
-    if files.is_empty() {
+    let (summary_dirs, paths): (Vec<PathBuf>, Vec<PathBuf>) = paths
+        .iter()
+        .cloned()
+        .partition(|p| p.is_dir() && is_summary_dir(p));
+    let mut from_summaries = Vec::new();
+    for d in &summary_dirs {
+        from_summaries.extend(read_summaries(d)?.into_iter().map(|summary| Item {
+            name: summary.source.clone(),
+            summary,
+        }));
+    }
+    let files = if paths.is_empty() {
+        Vec::new()
+    } else {
+        expand(&paths, opts.quiet)?
+    };
+    if files.is_empty() && from_summaries.is_empty() {
         bail!(
             "{}: no traces to analyse; give Kineto traces (.json, .json.gz) or gapscope captures (.gst), or \
              directories of them",
@@ -144,7 +163,7 @@ pub fn load_batch(paths: &[PathBuf], opts: &LoadOptions) -> Result<Batch> {
         );
     }
     let results = load_parallel(&files, opts);
-    let mut items = Vec::new();
+    let mut items = from_summaries;
     let mut failed = Vec::new();
     for (f, r) in files.iter().zip(results) {
         match r {
@@ -180,6 +199,37 @@ pub fn load_batch(paths: &[PathBuf], opts: &LoadOptions) -> Result<Batch> {
         items,
         units: units.into_iter().map(|u| u.1).collect(),
     })
+}
+
+#[cfg(feature = "parquet")]
+fn is_summary_dir(dir: &Path) -> bool {
+    crate::export::summaries::is_summary_dir(dir)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn is_summary_dir(dir: &Path) -> bool {
+    dir.join("ranks").is_dir() && dir.join("collectives").is_dir()
+}
+
+#[cfg(feature = "parquet")]
+fn read_summaries(dir: &Path) -> Result<Vec<RankSummary>> {
+    crate::export::summaries::read_dir(dir)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn read_summaries(dir: &Path) -> Result<Vec<RankSummary>> {
+    bail!(
+        "{}: holds per-rank summaries (Parquet), but this gapscope was built without the `parquet` feature; \
+         rebuild with `cargo install --path . --features parquet`",
+        dir.display()
+    )
+}
+
+/// Loads `files` (no grouping), for `summarize`: each result in input
+/// order.
+#[cfg(feature = "parquet")]
+pub fn load_each(files: &[PathBuf], opts: &LoadOptions) -> Vec<Result<Item>> {
+    load_parallel(files, opts)
 }
 
 fn meta(item: &Item) -> InputMeta {
@@ -235,6 +285,11 @@ fn load_one(path: &Path, opts: &LoadOptions) -> Result<Item> {
         warn_incomplete(&name, &imported);
         warn_skipped(&name, &imported.trace);
     }
-    let summary = summarize_rank(&imported.trace, &opts.analyze, rank_from_name(&name));
+    let rank = rank_from_name(&name);
+    let summary = if opts.with_analysis {
+        summarize_rank(&imported.trace, &opts.analyze, rank)
+    } else {
+        summarize_selected(&imported.trace, &opts.analyze, rank)
+    };
     Ok(Item { name, summary })
 }

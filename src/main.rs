@@ -17,6 +17,7 @@ mod inputs;
 mod record_cmd;
 mod render;
 mod report;
+mod summarize_cmd;
 
 use clap::Parser;
 use std::io::{self, Write};
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         cli::Command::Analyze(args) => analyze::run(args),
         cli::Command::Export(args) => export_cmd::run(args),
         cli::Command::Report(args) => report::run(args),
+        cli::Command::Summarize(args) => summarize_cmd::run(args),
         // 1 means "regression" here, so diff decides its own exit status.
         cli::Command::Diff(args) => return diff_cmd::main(args),
         // 1 means "a model failed" here.

@@ -253,3 +253,15 @@ fn job_report_markdown_and_two_jobs() {
     );
     assert!(!out.exists());
 }
+
+/// Without the `parquet` feature, `summarize` says how to get it.
+#[cfg(not(feature = "parquet"))]
+#[test]
+fn summarize_without_parquet_says_how_to_get_it() {
+    let tmp = TempDir::new("job-summarize-nofeature");
+    let t = shared_trace("param/dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz");
+    let out = tmp.path().join("s");
+    let r = gapscope(args(&["summarize", "-o", out.to_str().unwrap()], &[&t])).expect_code(2);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("--features parquet"), "{}", r.stderr);
+}

@@ -11,3 +11,5 @@ pub mod job;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod perfetto;
+#[cfg(feature = "parquet")]
+pub mod summaries;

@@ -57,7 +57,7 @@ impl Default for Options {
 }
 
 /// A value column: its Parquet type and how to read row `i`.
-enum Values<'a> {
+pub(crate) enum Values<'a> {
     /// INT64, signed.
     I64(Box<dyn Fn(usize) -> i64 + 'a>),
     /// INT64 annotated unsigned (uint64 in arrow).
@@ -74,23 +74,32 @@ enum Values<'a> {
     Str(Box<dyn Fn(usize) -> StrId + 'a>),
     /// BYTE_ARRAY annotated STRING: an enum's name.
     Enum(Box<dyn Fn(usize) -> &'static str + 'a>),
+    /// INT64, nullable.
+    OptI64(Box<dyn Fn(usize) -> Option<i64> + 'a>),
+    /// BYTE_ARRAY annotated STRING, any text.
+    Text(Box<dyn Fn(usize) -> &'a str + 'a>),
+    /// BYTE_ARRAY annotated STRING, nullable.
+    OptText(Box<dyn Fn(usize) -> Option<&'a str> + 'a>),
 }
 
-struct Column<'a> {
+pub(crate) struct Column<'a> {
     name: &'static str,
     values: Values<'a>,
 }
 
-fn col<'a>(name: &'static str, values: Values<'a>) -> Column<'a> {
+pub(crate) fn col<'a>(name: &'static str, values: Values<'a>) -> Column<'a> {
     Column { name, values }
 }
 
 /// One file: its name, row count and columns.
-struct Table<'a> {
-    file: &'static str,
-    rows: usize,
-    columns: Vec<Column<'a>>,
+pub(crate) struct Table<'a> {
+    pub(crate) file: &'static str,
+    pub(crate) rows: usize,
+    pub(crate) columns: Vec<Column<'a>>,
 }
+
+/// The string pool a table of plain text (no trace) writes with.
+pub(crate) const NO_POOL: &[ByteArray] = &[];
 
 /// `NONE` as null.
 fn link(v: u32) -> Option<u32> {
@@ -296,8 +305,14 @@ fn field(c: &Column<'_>) -> parquet::errors::Result<Arc<Type>> {
             Some(LogicalType::integer(32, false)),
             Repetition::OPTIONAL,
         ),
+        OptI64(_) => (Physical::INT64, None, Repetition::OPTIONAL),
         F64(_) => (Physical::DOUBLE, None, Repetition::REQUIRED),
-        Str(_) | Enum(_) => (
+        OptText(_) => (
+            Physical::BYTE_ARRAY,
+            Some(LogicalType::String),
+            Repetition::OPTIONAL,
+        ),
+        Str(_) | Enum(_) | Text(_) => (
             Physical::BYTE_ARRAY,
             Some(LogicalType::String),
             Repetition::REQUIRED,
@@ -311,13 +326,8 @@ fn field(c: &Column<'_>) -> parquet::errors::Result<Arc<Type>> {
     ))
 }
 
-/// Writes the trace's tables into `dir` (which must exist) as
-/// `<table>.parquet`. Each file is written beside its final name and
-/// renamed when complete, so a failed export leaves no truncated table;
-/// files of an earlier export are replaced.
-pub fn write_dir(trace: &Trace, dir: &Path, opts: &Options) -> io::Result<Summary> {
-    // Every pool string converted once; ByteArray clones share the bytes.
-    let pool: Vec<ByteArray> = trace.strings.iter().map(|(_, s)| ByteArray::from(s)).collect();
+/// The key-value metadata every file of `trace` carries.
+fn trace_meta(trace: &Trace) -> Vec<KeyValue> {
     let mut meta = vec![
         KeyValue::new("gapscope.origin_ns".into(), trace.meta.origin_ns.to_string()),
         KeyValue::new("gapscope.source".into(), trace.meta.source.clone()),
@@ -330,18 +340,24 @@ pub fn write_dir(trace: &Trace, dir: &Path, opts: &Options) -> io::Result<Summar
     if let Some(w) = trace.meta.world_size {
         meta.push(KeyValue::new("gapscope.world_size".into(), w.to_string()));
     }
+    meta
+}
+
+/// Writes the trace's tables into `dir` (which must exist) as
+/// `<table>.parquet`. Each file is written beside its final name and
+/// renamed when complete, so a failed export leaves no truncated table;
+/// files of an earlier export are replaced.
+pub fn write_dir(trace: &Trace, dir: &Path, opts: &Options) -> io::Result<Summary> {
+    // Every pool string converted once; ByteArray clones share the bytes.
+    let pool: Vec<ByteArray> = trace.strings.iter().map(|(_, s)| ByteArray::from(s)).collect();
+    let meta = trace_meta(trace);
     let mut summary = Summary::default();
     for table in tables(trace) {
-        let path = dir.join(format!("{}.parquet", table.file));
-        let tmp = dir.join(format!("{}.parquet.partial", table.file));
         let mut kv = meta.clone();
         kv.push(KeyValue::new("gapscope.table".into(), table.file.to_string()));
-        let written = write_table(&table, &pool, kv, opts, &tmp).and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
-        }
-        summary.bytes += std::fs::metadata(&path)?.len();
+        let mut f = TableFile::create(dir, table.file, &table.columns, kv, opts)?;
+        let written = f.append(&table, &pool).and_then(|()| f.finish());
+        summary.bytes += written?;
         summary
             .tables
             .push((format!("{}.parquet", table.file), table.rows as u64));
@@ -349,106 +365,287 @@ pub fn write_dir(trace: &Trace, dir: &Path, opts: &Options) -> io::Result<Summar
     Ok(summary)
 }
 
-fn write_table(
-    table: &Table<'_>,
-    pool: &[ByteArray],
-    kv: Vec<KeyValue>,
-    opts: &Options,
-    path: &PathBuf,
-) -> io::Result<()> {
-    let pq = |e: parquet::errors::ParquetError| match e {
+/// A job's tables: every rank's rows in one file per table, each with a
+/// leading `rank` column, and `ranks.parquet` with each rank's clock.
+/// Ranks are added one at a time ([`JobTables::add`]), so only one trace
+/// is in memory.
+pub struct JobTables {
+    dir: PathBuf,
+    opts: Options,
+    files: Vec<TableFile>,
+    ranks: Vec<RankRow>,
+    rows: Vec<u64>,
+}
+
+/// One rank's row of `ranks.parquet`.
+#[derive(Clone, Debug)]
+pub struct RankRow {
+    /// The rank.
+    pub rank: i64,
+    /// Its trace.
+    pub source: String,
+    /// Absolute time of its trace's 0 in its own clock, ns.
+    pub origin_ns: i64,
+    /// Added to its absolute clock to put it on the job's (null when its
+    /// clock could not be aligned).
+    pub clock_offset_ns: Option<i64>,
+    /// Its world size, when the trace says.
+    pub world_size: Option<i64>,
+}
+
+impl JobTables {
+    /// Tables into `dir` (which must exist).
+    pub fn new(dir: &Path, opts: &Options) -> Self {
+        JobTables {
+            dir: dir.to_path_buf(),
+            opts: opts.clone(),
+            files: Vec::new(),
+            ranks: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Appends `trace`'s rows as rank `rank.rank`.
+    pub fn add(&mut self, rank: RankRow, trace: &Trace) -> io::Result<()> {
+        let pool: Vec<ByteArray> = trace.strings.iter().map(|(_, s)| ByteArray::from(s)).collect();
+        let r = rank.rank;
+        for (k, mut table) in tables(trace).into_iter().enumerate() {
+            table
+                .columns
+                .insert(0, col("rank", Values::I64(Box::new(move |_| r))));
+            if self.files.len() <= k {
+                let kv = vec![
+                    KeyValue::new("gapscope.version".into(), env!("CARGO_PKG_VERSION").to_string()),
+                    KeyValue::new("gapscope.table".into(), table.file.to_string()),
+                    KeyValue::new("gapscope.job".into(), "true".to_string()),
+                ];
+                self.files.push(TableFile::create(
+                    &self.dir,
+                    table.file,
+                    &table.columns,
+                    kv,
+                    &self.opts,
+                )?);
+                self.rows.push(0);
+            }
+            self.files[k].append(&table, &pool)?;
+            self.rows[k] += table.rows as u64;
+        }
+        self.ranks.push(rank);
+        Ok(())
+    }
+
+    /// Closes every file and writes `ranks.parquet`.
+    pub fn finish(self) -> io::Result<Summary> {
+        let mut summary = Summary::default();
+        for (f, rows) in self.files.into_iter().zip(self.rows) {
+            let name = format!("{}.parquet", f.name);
+            summary.bytes += f.finish()?;
+            summary.tables.push((name, rows));
+        }
+        let r = &self.ranks;
+        let table = Table {
+            file: "ranks",
+            rows: r.len(),
+            columns: vec![
+                col("rank", Values::I64(Box::new(|i| r[i].rank))),
+                col("source", Values::Text(Box::new(|i| r[i].source.as_str()))),
+                col("origin_ns", Values::I64(Box::new(|i| r[i].origin_ns))),
+                col(
+                    "clock_offset_ns",
+                    Values::OptI64(Box::new(|i| r[i].clock_offset_ns)),
+                ),
+                col("world_size", Values::OptI64(Box::new(|i| r[i].world_size))),
+            ],
+        };
+        let kv = vec![
+            KeyValue::new("gapscope.version".into(), env!("CARGO_PKG_VERSION").to_string()),
+            KeyValue::new("gapscope.table".into(), "ranks".to_string()),
+            KeyValue::new("gapscope.job".into(), "true".to_string()),
+        ];
+        let mut f = TableFile::create(&self.dir, "ranks", &table.columns, kv, &self.opts)?;
+        f.append(&table, &[])?;
+        summary.bytes += f.finish()?;
+        summary.tables.push(("ranks.parquet".into(), r.len() as u64));
+        Ok(summary)
+    }
+}
+
+fn pq(e: parquet::errors::ParquetError) -> io::Error {
+    match e {
         parquet::errors::ParquetError::External(e) => match e.downcast::<io::Error>() {
             Ok(io) => *io,
             Err(e) => io::Error::other(e),
         },
         e => io::Error::other(e),
-    };
-    let fields = table
-        .columns
-        .iter()
-        .map(field)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(pq)?;
-    let schema = Arc::new(
-        Type::group_type_builder("schema")
-            .with_fields(fields)
-            .build()
-            .map_err(pq)?,
-    );
-    let props = WriterProperties::builder()
-        .set_compression(if opts.compress {
-            Compression::SNAPPY
-        } else {
-            Compression::UNCOMPRESSED
-        })
-        .set_key_value_metadata(Some(kv))
-        .set_max_row_group_row_count(Some(opts.row_group_rows.max(1)))
-        .build();
-    let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
-    let mut w = SerializedFileWriter::new(file, schema, Arc::new(props)).map_err(pq)?;
-    let step = opts.row_group_rows.max(1);
-    let mut start = 0;
-    // One row group per `step` rows; a table without rows still gets its
-    // schema (a file with no row groups).
-    while start < table.rows {
-        let rows = start..(start + step).min(table.rows);
-        let mut rg = w.next_row_group().map_err(pq)?;
-        for c in &table.columns {
-            let mut cw = rg
-                .next_column()
-                .map_err(pq)?
-                .ok_or_else(|| io::Error::other("column count"))?;
-            let r = rows.clone();
-            let written = match &c.values {
-                Values::I64(f) => {
-                    cw.typed::<Int64Type>()
-                        .write_batch(&r.map(f).collect::<Vec<_>>(), None, None)
-                }
-                // Unsigned 64-bit is stored as its two's-complement bits.
-                Values::U64(f) => cw.typed::<Int64Type>().write_batch(
-                    &r.map(|i| f(i) as i64).collect::<Vec<_>>(),
-                    None,
-                    None,
-                ),
-                Values::U32(f) => cw.typed::<Int32Type>().write_batch(
-                    &r.map(|i| f(i) as i32).collect::<Vec<_>>(),
-                    None,
-                    None,
-                ),
-                Values::U16(f) => cw.typed::<Int32Type>().write_batch(
-                    &r.map(|i| f(i) as i32).collect::<Vec<_>>(),
-                    None,
-                    None,
-                ),
-                Values::OptU32(f) => {
-                    let v: Vec<Option<u32>> = r.map(f).collect();
-                    let def: Vec<i16> = v.iter().map(|x| x.is_some() as i16).collect();
-                    let present: Vec<i32> = v.iter().flatten().map(|&x| x as i32).collect();
-                    cw.typed::<Int32Type>().write_batch(&present, Some(&def), None)
-                }
-                Values::F64(f) => {
-                    cw.typed::<DoubleType>()
-                        .write_batch(&r.map(f).collect::<Vec<_>>(), None, None)
-                }
-                Values::Str(f) => cw.typed::<ByteArrayType>().write_batch(
-                    &r.map(|i| pool[f(i).0 as usize].clone()).collect::<Vec<_>>(),
-                    None,
-                    None,
-                ),
-                Values::Enum(f) => cw.typed::<ByteArrayType>().write_batch(
-                    &r.map(|i| ByteArray::from(f(i))).collect::<Vec<_>>(),
-                    None,
-                    None,
-                ),
-            };
-            written.map_err(pq)?;
-            cw.close().map_err(pq)?;
-        }
-        rg.close().map_err(pq)?;
-        start = rows.end;
     }
-    let file = w.into_inner().map_err(pq)?;
-    file.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
+/// One Parquet file being written: its schema fixed by the first table's
+/// columns, rows appended a table at a time (each in row groups of at most
+/// `row_group_rows`), renamed to its final name when finished.
+pub(crate) struct TableFile {
+    name: String,
+    writer: Option<SerializedFileWriter<BufWriter<File>>>,
+    tmp: PathBuf,
+    path: PathBuf,
+    step: usize,
+}
+
+impl TableFile {
+    pub(crate) fn create(
+        dir: &Path,
+        name: &str,
+        columns: &[Column<'_>],
+        kv: Vec<KeyValue>,
+        opts: &Options,
+    ) -> io::Result<TableFile> {
+        let path = dir.join(format!("{name}.parquet"));
+        let tmp = dir.join(format!("{name}.parquet.partial"));
+        let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        let fields = columns
+            .iter()
+            .map(field)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(pq)
+            .map_err(named)?;
+        let schema = Arc::new(
+            Type::group_type_builder("schema")
+                .with_fields(fields)
+                .build()
+                .map_err(pq)
+                .map_err(named)?,
+        );
+        let props = WriterProperties::builder()
+            .set_compression(if opts.compress {
+                Compression::SNAPPY
+            } else {
+                Compression::UNCOMPRESSED
+            })
+            .set_key_value_metadata(Some(kv))
+            .set_max_row_group_row_count(Some(opts.row_group_rows.max(1)))
+            .build();
+        let file = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(named)?);
+        let writer = SerializedFileWriter::new(file, schema, Arc::new(props))
+            .map_err(pq)
+            .map_err(named)?;
+        Ok(TableFile {
+            name: name.to_string(),
+            writer: Some(writer),
+            tmp,
+            path,
+            step: opts.row_group_rows.max(1),
+        })
+    }
+
+    /// Appends `table`'s rows (same columns as the schema).
+    pub(crate) fn append(&mut self, table: &Table<'_>, pool: &[ByteArray]) -> io::Result<()> {
+        let r = self.append_rows(table, pool);
+        r.map_err(|e| self.failed(e))
+    }
+
+    fn append_rows(&mut self, table: &Table<'_>, pool: &[ByteArray]) -> io::Result<()> {
+        let w = self.writer.as_mut().expect("open until finished");
+        let mut start = 0;
+        while start < table.rows {
+            let rows = start..(start + self.step).min(table.rows);
+            let mut rg = w.next_row_group().map_err(pq)?;
+            for c in &table.columns {
+                let mut cw = rg
+                    .next_column()
+                    .map_err(pq)?
+                    .ok_or_else(|| io::Error::other("column count"))?;
+                write_column(&mut cw, &c.values, rows.clone(), pool).map_err(pq)?;
+                cw.close().map_err(pq)?;
+            }
+            rg.close().map_err(pq)?;
+            start = rows.end;
+        }
+        Ok(())
+    }
+
+    /// Closes the file (a table without rows is a file with its schema and
+    /// no row groups), renames it and returns its size.
+    pub(crate) fn finish(mut self) -> io::Result<u64> {
+        let w = self.writer.take().expect("finished once");
+        let closed = w
+            .into_inner()
+            .map_err(pq)
+            .and_then(|file| file.into_inner().map_err(|e| e.into_error()))
+            .and_then(|f| f.sync_all())
+            .and_then(|()| std::fs::rename(&self.tmp, &self.path));
+        closed.map_err(|e| self.failed(e))?;
+        Ok(std::fs::metadata(&self.path)?.len())
+    }
+
+    /// Removes the partial file and names the final one in `e`.
+    fn failed(&self, e: io::Error) -> io::Error {
+        let _ = std::fs::remove_file(&self.tmp);
+        io::Error::new(e.kind(), format!("{}: {e}", self.path.display()))
+    }
+}
+
+fn write_column(
+    cw: &mut parquet::file::writer::SerializedColumnWriter<'_>,
+    values: &Values<'_>,
+    r: std::ops::Range<usize>,
+    pool: &[ByteArray],
+) -> parquet::errors::Result<usize> {
+    match values {
+        Values::I64(f) => cw
+            .typed::<Int64Type>()
+            .write_batch(&r.map(f).collect::<Vec<_>>(), None, None),
+        // Unsigned 64-bit is stored as its two's-complement bits.
+        Values::U64(f) => {
+            cw.typed::<Int64Type>()
+                .write_batch(&r.map(|i| f(i) as i64).collect::<Vec<_>>(), None, None)
+        }
+        Values::U32(f) => {
+            cw.typed::<Int32Type>()
+                .write_batch(&r.map(|i| f(i) as i32).collect::<Vec<_>>(), None, None)
+        }
+        Values::U16(f) => {
+            cw.typed::<Int32Type>()
+                .write_batch(&r.map(|i| f(i) as i32).collect::<Vec<_>>(), None, None)
+        }
+        Values::OptU32(f) => {
+            let v: Vec<Option<u32>> = r.map(f).collect();
+            let def: Vec<i16> = v.iter().map(|x| x.is_some() as i16).collect();
+            let present: Vec<i32> = v.iter().flatten().map(|&x| x as i32).collect();
+            cw.typed::<Int32Type>().write_batch(&present, Some(&def), None)
+        }
+        Values::OptI64(f) => {
+            let v: Vec<Option<i64>> = r.map(f).collect();
+            let def: Vec<i16> = v.iter().map(|x| x.is_some() as i16).collect();
+            let present: Vec<i64> = v.iter().flatten().copied().collect();
+            cw.typed::<Int64Type>().write_batch(&present, Some(&def), None)
+        }
+        Values::F64(f) => cw
+            .typed::<DoubleType>()
+            .write_batch(&r.map(f).collect::<Vec<_>>(), None, None),
+        Values::Str(f) => cw.typed::<ByteArrayType>().write_batch(
+            &r.map(|i| pool[f(i).0 as usize].clone()).collect::<Vec<_>>(),
+            None,
+            None,
+        ),
+        Values::Enum(f) => cw.typed::<ByteArrayType>().write_batch(
+            &r.map(|i| ByteArray::from(f(i))).collect::<Vec<_>>(),
+            None,
+            None,
+        ),
+        Values::Text(f) => cw.typed::<ByteArrayType>().write_batch(
+            &r.map(|i| ByteArray::from(f(i))).collect::<Vec<_>>(),
+            None,
+            None,
+        ),
+        Values::OptText(f) => {
+            let v: Vec<Option<&str>> = r.map(f).collect();
+            let def: Vec<i16> = v.iter().map(|x| x.is_some() as i16).collect();
+            let present: Vec<ByteArray> = v.iter().flatten().map(|&s| ByteArray::from(s)).collect();
+            cw.typed::<ByteArrayType>()
+                .write_batch(&present, Some(&def), None)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -171,6 +171,7 @@ fn run_job(args: &ReportArgs) -> Result<()> {
         time_text: None,
         quiet: args.quiet,
         jobs: 0,
+        with_analysis: true,
     };
     let outs = batch::analyse(&args.traces, &opts)?;
     let singles = outs.iter().filter(|o| matches!(o, Output::Single(_))).count();
