@@ -265,3 +265,79 @@ fn summarize_without_parquet_says_how_to_get_it() {
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("--features parquet"), "{}", r.stderr);
 }
+
+/// Two profiling cycles of the same 3 ranks in one directory (as
+/// tensorboard_trace_handler writes them: one file per cycle and worker):
+/// each cycle is its own snapshot of the job, paired across ranks by its
+/// ProfilerStep numbers, reported in time order.
+#[test]
+fn profiling_cycles_pair_by_step() {
+    let tmp = TempDir::new("job-cycles");
+    let dir = tmp.path();
+    plant_job(
+        dir,
+        &[
+            "--ranks",
+            "3",
+            "--steps",
+            "2",
+            "--name",
+            "w{rank}.cycle1.pt.trace.json.gz",
+            "--plant",
+            "0:11:1:2:dataloader",
+        ],
+    );
+    plant_job(
+        dir,
+        &[
+            "--ranks",
+            "3",
+            "--steps",
+            "2",
+            "--step-offset",
+            "10",
+            "--time-shift-s",
+            "5",
+            "--name",
+            "w{rank}.cycle2.pt.trace.json.gz",
+            "--plant",
+            "2:21:1:3:dataloader",
+        ],
+    );
+    let r = gapscope(args(&["analyze", "--format", "json"], &[dir])).expect_code(0);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    let j = r.json();
+    let jobs = j.as_array().expect("two snapshots");
+    assert_eq!(jobs.len(), 2);
+    let steps = |k: usize| {
+        jobs[k]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["step"].as_u64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!((steps(0), steps(1)), (vec![10, 11], vec![20, 21]));
+    let culprit = |k: usize| {
+        let f = jobs[k]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "straggler_wait")
+            .unwrap();
+        (f["culprit_rank"].as_i64().unwrap(), f["step"].as_u64().unwrap())
+    };
+    assert_eq!((culprit(0), culprit(1)), ((0, 11), (2, 21)));
+    for k in 0..2 {
+        let sources: Vec<&str> = jobs[k]["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["source"].as_str().unwrap())
+            .collect();
+        assert!(
+            sources.iter().all(|s| s.contains(&format!("cycle{}", k + 1))),
+            "{sources:?}"
+        );
+    }
+}
