@@ -328,8 +328,8 @@ fn profiling_cycles_pair_by_step() {
         (f["culprit_rank"].as_i64().unwrap(), f["step"].as_u64().unwrap())
     };
     assert_eq!((culprit(0), culprit(1)), ((0, 11), (2, 21)));
-    for k in 0..2 {
-        let sources: Vec<&str> = jobs[k]["ranks"]
+    for (k, job) in jobs.iter().enumerate() {
+        let sources: Vec<&str> = job["ranks"]
             .as_array()
             .unwrap()
             .iter()
