@@ -8,7 +8,6 @@
 
 use crate::cli::WindowArgs;
 use crate::render::table::Table;
-use crate::render::{human, pct};
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
 use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
@@ -17,6 +16,7 @@ use gapscope_analyzers::diff::bench::{self, BenchDiff, BenchRecord, MetricChange
 use gapscope_analyzers::diff::ops::{self, Change, ChangeCounts, OpCategory, OpChange, OpsDiff};
 use gapscope_analyzers::diff::trace::{self, DeviceSide, Side, TraceDiff};
 use gapscope_analyzers::diff::{Regression, Thresholds};
+use gapscope_analyzers::format::{bytes, duration, duration_signed, percent};
 use gapscope_analyzers::window::WindowOptions;
 use gapscope_collectors::kineto::ImportOptions;
 use serde::Serialize;
@@ -458,24 +458,6 @@ fn short(name: &str) -> String {
     }
 }
 
-/// A duration change with its sign: `+1.20 ms`, `-850 ns`, `0 ns`.
-fn signed(ns: i64) -> String {
-    if ns > 0 {
-        format!("+{}", human(ns))
-    } else {
-        human(ns)
-    }
-}
-
-fn bytes(b: f64) -> String {
-    let mib = b / (1024.0 * 1024.0);
-    if mib >= 1024.0 {
-        format!("{:.2} GiB", mib / 1024.0)
-    } else {
-        format!("{mib:.1} MiB")
-    }
-}
-
 fn verdict(v: Verdict) -> &'static str {
     match v {
         Verdict::Regression => "REGRESSION",
@@ -529,8 +511,8 @@ fn bench_doc(names: &(String, String), d: &BenchDiff, th: &Thresholds) -> Doc {
         m.as_ref().map_or("-".to_string(), |m| {
             format!(
                 "{} → {} ({}){}",
-                bytes(m.base),
-                bytes(m.new),
+                bytes(m.base.max(0.0).round() as u64),
+                bytes(m.new.max(0.0).round() as u64),
                 change_pct(m.change),
                 if m.verdict == Verdict::Regression {
                     " REGRESSION"
@@ -544,8 +526,8 @@ fn bench_doc(names: &(String, String), d: &BenchDiff, th: &Thresholds) -> Doc {
         let row = match &c.time {
             Some(t) => vec![
                 c.key.clone(),
-                human(t.base.round() as i64),
-                human(t.new.round() as i64),
+                duration(t.base.round() as i64),
+                duration(t.new.round() as i64),
                 change_pct(t.change),
                 t.noise.map_or("-".to_string(), |n| format!("±{:.1}%", n * 100.0)),
                 verdict(t.verdict).to_string(),
@@ -590,13 +572,13 @@ fn trace_doc(names: &(String, String), d: &TraceDiff, th: &Thresholds, top: usiz
     let mut steps = Section::new("Steps");
     let st = |s: &trace::StepTimes| {
         if s.steps == 0 {
-            format!("no steps, window {}", human(s.window_ns))
+            format!("no steps, window {}", duration(s.window_ns))
         } else {
             let steps = if s.steps == 1 { "step" } else { "steps" };
             format!(
                 "{} {steps}, median {}",
                 s.steps,
-                human(s.spread.median_ns.round() as i64)
+                duration(s.spread.median_ns.round() as i64)
             )
         }
     };
@@ -643,7 +625,7 @@ fn trace_doc(names: &(String, String), d: &TraceDiff, th: &Thresholds, top: usiz
             x.id,
             x.kind,
             x.subject,
-            human(x.savings_ns)
+            duration(x.savings_ns)
         ));
     }
     for x in &f.disappeared {
@@ -652,7 +634,7 @@ fn trace_doc(names: &(String, String), d: &TraceDiff, th: &Thresholds, top: usiz
             x.id,
             x.kind,
             x.subject,
-            human(x.savings_ns)
+            duration(x.savings_ns)
         ));
     }
     for (b, n) in &f.persisted {
@@ -661,8 +643,8 @@ fn trace_doc(names: &(String, String), d: &TraceDiff, th: &Thresholds, top: usiz
             n.id,
             n.kind,
             n.subject,
-            human(b.savings_ns),
-            human(n.savings_ns)
+            duration(b.savings_ns),
+            duration(n.savings_ns)
         ));
     }
     sections.push(findings);
@@ -684,13 +666,13 @@ fn device_section(b: Option<&DeviceSide>, n: Option<&DeviceSide>) -> Section {
     let row = |what: &str, f: &dyn Fn(&DeviceSide) -> i64| -> Vec<String> {
         let side = |s: Option<&DeviceSide>| {
             s.map_or(("-".to_string(), "-".to_string()), |s| {
-                (human(f(s)), pct(f(s), s.breakdown.window_ns))
+                (duration(f(s)), percent(f(s), s.breakdown.window_ns))
             })
         };
         let (bv, bp) = side(b);
         let (nv, np) = side(n);
         let change = match (b, n) {
-            (Some(b), Some(n)) => signed(f(n) - f(b)),
+            (Some(b), Some(n)) => duration_signed(f(n) - f(b)),
             _ => "-".to_string(),
         };
         vec![what.to_string(), bv, bp, nv, np, change]
@@ -753,8 +735,8 @@ fn ops_section(title: &str, d: &OpsDiff, keep: impl Fn(OpCategory) -> bool, top:
             short(&c.name),
             c.change.name().to_string(),
             format!("{} → {}", c.base.count, c.new.count),
-            format!("{} → {}", human(c.base.total_ns), human(c.new.total_ns)),
-            signed(c.delta_ns()),
+            format!("{} → {}", duration(c.base.total_ns), duration(c.new.total_ns)),
+            duration_signed(c.delta_ns()),
         ]);
     }
     s

@@ -839,7 +839,7 @@ impl Merged {
         s.push_str(&format!(
             " Wrote {} ({}); next: gapscope analyze {}",
             out.display(),
-            human_bytes(size),
+            gapscope_analyzers::format::bytes(size),
             out.display()
         ));
         s
@@ -851,15 +851,6 @@ fn plural(n: usize) -> &'static str {
         ""
     } else {
         "s"
-    }
-}
-
-fn human_bytes(n: u64) -> String {
-    match n {
-        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
-        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
-        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
-        n => format!("{n} bytes"),
     }
 }
 
@@ -1093,7 +1084,7 @@ mod tests {
             if back.gpu.kind[i] != GpuKind::Kernel {
                 continue;
             }
-            let call = back.links.gpu_launch[i] as usize;
+            let call = back.links.gpu_launch[i].expect("linked").index();
             let pid = back.threads.pid[back.runtime.thread[call].0 as usize];
             assert_eq!(back.strings.get(back.gpu.name[i]), format!("kernel_of_{pid}"));
         }

@@ -34,7 +34,7 @@ fn without_the_feature_parquet_says_how_to_get_it() {
 mod with_parquet {
     use super::*;
     use gapscope_collectors::kineto::{self, ImportOptions};
-    use gapscope_collectors::trace::{StrId, Trace, NONE};
+    use gapscope_collectors::trace::{CallRow, OpRow, StrId, Trace};
     use serde_json::{json, Value};
     use std::path::{Path, PathBuf};
     use std::process::Command;
@@ -223,7 +223,10 @@ for f in sorted(os.listdir(d)):
     /// What each row must hold, built from the Trace.
     fn expected_rows(t: &Trace, file: &str) -> Vec<Value> {
         let s = |id: StrId| json!(t.strings.get(id));
-        let link = |v: u32| if v == NONE { Value::Null } else { json!(v) };
+        // Links are typed rows (`None`: null); markers keep `u32::MAX` for
+        // "no thread" and "no device".
+        let link = |v: Option<u32>| v.map_or(Value::Null, |v| json!(v));
+        let id = |v: u32| link((v != u32::MAX).then_some(v));
         let bits = |v: f64| json!({ "f64_bits": v.to_bits() as i64 });
         match file {
             "threads.parquet" => (0..t.threads.len())
@@ -247,7 +250,7 @@ for f in sorted(os.listdir(d)):
                            "grid_x": g.grid[0], "grid_y": g.grid[1], "grid_z": g.grid[2],
                            "block_x": g.block[0], "block_y": g.block[1], "block_z": g.block[2],
                            "registers": g.registers, "shared_mem": g.shared_mem,
-                           "launch_id": link(t.links.gpu_launch[i])})
+                           "launch_id": link(t.links.gpu_launch[i].map(CallRow::get))})
                 })
                 .collect(),
             "runtime_calls.parquet" => (0..t.runtime.len())
@@ -255,7 +258,7 @@ for f in sorted(os.listdir(d)):
                     let r = t.runtime.row(i);
                     json!({"id": i, "thread": r.thread.0, "start_ns": r.start, "end_ns": r.end, "name": s(r.name),
                            "api": name_of(r.api), "correlation": r.correlation, "external_id": r.external_id,
-                           "op_id": link(t.links.runtime_op[i]), "gpu_count": t.links.runtime_gpu_count[i]})
+                           "op_id": link(t.links.runtime_op[i].map(OpRow::get)), "gpu_count": t.links.runtime_gpu_count[i]})
                 })
                 .collect(),
             "cpu_ops.parquet" => (0..t.cpu_ops.len())
@@ -263,14 +266,14 @@ for f in sorted(os.listdir(d)):
                     let c = t.cpu_ops.row(i);
                     json!({"id": i, "thread": c.thread.0, "start_ns": c.start, "end_ns": c.end, "name": s(c.name),
                            "kind": name_of(c.kind), "external_id": c.external_id, "sequence": c.sequence,
-                           "shapes": s(c.shapes), "source": s(c.source), "parent_id": link(c.parent),
+                           "shapes": s(c.shapes), "source": s(c.source), "parent_id": link(c.parent.map(OpRow::get)),
                            "depth": c.depth})
                 })
                 .collect(),
             "markers.parquet" => (0..t.markers.len())
                 .map(|i| {
                     let m = t.markers.row(i);
-                    json!({"kind": name_of(m.kind), "thread": link(m.thread.0), "device": link(m.device),
+                    json!({"kind": name_of(m.kind), "thread": id(m.thread.0), "device": id(m.device),
                            "stream": m.stream, "start_ns": m.start, "end_ns": m.end, "name": s(m.name),
                            "value": bits(m.value)})
                 })

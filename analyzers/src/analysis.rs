@@ -302,12 +302,7 @@ fn diagnostics(trace: &Trace, selected: &Trace) -> AnalysisDiagnostics {
         rows: RowCounts::of(trace),
         rows_selected: RowCounts::of(selected),
         sync_records: (0..gpu.len()).filter(|&i| !gpu.is_busy(i)).count() as u64,
-        gpu_rows_without_launch: selected
-            .links
-            .gpu_launch
-            .iter()
-            .filter(|&&r| r == gapscope_collectors::trace::NONE)
-            .count() as u64,
+        gpu_rows_without_launch: selected.links.gpu_launch.iter().filter(|r| r.is_none()).count() as u64,
         importer: trace.diagnostics.counts.clone(),
     }
 }

@@ -23,19 +23,22 @@
 //! `nn.Module:` counts as an annotation whatever its kind. Everything is
 //! computed once, in one pass over the rows (parents precede children).
 
-use gapscope_collectors::trace::{CpuOpKind, Ns, StrId, Strings, ThreadId, Trace, NONE};
+use crate::names::{
+    is_annotation_name, is_dataloader_name, is_frame, is_profiler_name, is_step_name, user_frame,
+};
+use gapscope_collectors::trace::{CpuOpKind, Ns, OpRow, StrId, Strings, ThreadId, Trace};
 
 /// Per-row blame, computed once per trace.
 #[derive(Clone, Debug, Default)]
 pub struct OpContext {
     /// Innermost `Operator` row at or above each row (not an annotation-like
-    /// name), or [`NONE`].
-    pub operator: Vec<u32>,
+    /// name), if any.
+    pub operator: Vec<Option<OpRow>>,
     /// Nearest annotation / module / optimizer / DataLoader range at or above
-    /// each row (ProfilerSteps excluded), or [`NONE`].
-    pub annotation: Vec<u32>,
-    /// Nearest DataLoader `__next__` range at or above each row, or [`NONE`].
-    pub dataloader: Vec<u32>,
+    /// each row (ProfilerSteps excluded), if any.
+    pub annotation: Vec<Option<OpRow>>,
+    /// Nearest DataLoader `__next__` range at or above each row, if any.
+    pub dataloader: Vec<Option<OpRow>>,
     /// Best source location for each row: the innermost user-code frame at
     /// or above it, else the innermost frame of any kind, else empty.
     pub source: Vec<StrId>,
@@ -60,21 +63,20 @@ impl OpContext {
         let ops = &trace.cpu_ops;
         let n = ops.len();
         let mut cx = OpContext {
-            operator: vec![NONE; n],
-            annotation: vec![NONE; n],
-            dataloader: vec![NONE; n],
+            operator: vec![None; n],
+            annotation: vec![None; n],
+            dataloader: vec![None; n],
             source: vec![Strings::EMPTY; n],
             profiler: vec![false; n],
         };
         let mut user_src = vec![Strings::EMPTY; n];
         let mut classes = NameCache::new(&trace.strings);
         for i in 0..n {
-            let p = ops.parent[i] as usize;
-            let has_parent = ops.parent[i] != NONE;
-            let inherit = |v: &[u32]| if has_parent { v[p] } else { NONE };
+            let parent = ops.parent[i].map(OpRow::index);
+            let inherit = |v: &[Option<OpRow>]| parent.and_then(|p| v[p]);
             let name = classes.get(&trace.strings, ops.name[i]);
             let kind = ops.kind[i];
-            let me = i as u32;
+            let me = Some(OpRow::new(i));
             cx.operator[i] = if kind == CpuOpKind::Operator && !name.annotation {
                 me
             } else {
@@ -92,9 +94,9 @@ impl OpContext {
             } else {
                 inherit(&cx.dataloader)
             };
-            cx.profiler[i] = name.profiler || (has_parent && cx.profiler[p]);
+            cx.profiler[i] = name.profiler || parent.is_some_and(|p| cx.profiler[p]);
             let (own_any, own_user) = own_frame(trace, &mut classes, i, name);
-            let up = |v: &[StrId]| if has_parent { v[p] } else { Strings::EMPTY };
+            let up = |v: &[StrId]| parent.map_or(Strings::EMPTY, |p| v[p]);
             user_src[i] = own_user.unwrap_or_else(|| up(&user_src));
             let any = own_any.unwrap_or_else(|| up(&cx.source));
             // `source` holds "any frame" while walking; replaced below.
@@ -110,22 +112,30 @@ impl OpContext {
 }
 
 /// The innermost `cpu_ops` row of `thread` whose range holds `t`
-/// (`start <= t < end`), or [`NONE`]. Rows are in preorder per thread, so
-/// the last row starting at or before `t` is that row or a descendant of it:
+/// (`start <= t < end`), if any. Rows are in preorder per thread, so the
+/// last row starting at or before `t` is that row or a descendant of it:
 /// walk up from there.
-pub fn innermost_op(trace: &Trace, thread: ThreadId, t: Ns) -> u32 {
+pub fn innermost_op(trace: &Trace, thread: ThreadId, t: Ns) -> Option<OpRow> {
     if thread.0 as usize + 1 >= trace.cpu_op_thread_start.len() {
-        return NONE;
+        return None;
     }
     let range = trace.cpu_ops_of(thread);
     let ops = &trace.cpu_ops;
     let k = range.start + ops.start[range.clone()].partition_point(|&s| s <= t);
     if k == range.start {
-        return NONE;
+        return None;
     }
-    let mut o = (k - 1) as u32;
-    while o != NONE && ops.end[o as usize] <= t {
-        o = ops.parent[o as usize];
+    enclosing(trace, OpRow::new(k - 1), t)
+}
+
+/// `row` or its nearest ancestor that is still open at `t`.
+fn enclosing(trace: &Trace, row: OpRow, t: Ns) -> Option<OpRow> {
+    let mut o = Some(row);
+    while let Some(r) = o {
+        if trace.cpu_ops.end[r.index()] > t {
+            break;
+        }
+        o = trace.cpu_ops.parent[r.index()];
     }
     o
 }
@@ -181,19 +191,12 @@ impl OpCursors {
     }
 
     /// Like [`innermost_op`], through the cursor of `thread`.
-    pub fn innermost(&mut self, trace: &Trace, thread: ThreadId, t: Ns) -> u32 {
-        let Some(k) = self.seek(trace, thread, t) else {
-            return NONE;
-        };
+    pub fn innermost(&mut self, trace: &Trace, thread: ThreadId, t: Ns) -> Option<OpRow> {
+        let k = self.seek(trace, thread, t)?;
         if k == trace.cpu_ops_of(thread).start {
-            return NONE;
+            return None;
         }
-        let ops = &trace.cpu_ops;
-        let mut o = (k - 1) as u32;
-        while o != NONE && ops.end[o as usize] <= t {
-            o = ops.parent[o as usize];
-        }
-        o
+        enclosing(trace, OpRow::new(k - 1), t)
     }
 }
 
@@ -252,71 +255,6 @@ fn classify(name: &str) -> NameClass {
     }
 }
 
-fn is_step_name(name: &str) -> bool {
-    name.starts_with("ProfilerStep#")
-}
-
-/// True for names of user ranges that older traces store as operators:
-/// `record_function`'s `Owner#method` (`Optimizer.step#SGD.step`,
-/// `enumerate(DataLoader)#...__next__`) and `nn.Module: Linear_0`.
-pub fn is_annotation_name(name: &str) -> bool {
-    (name.contains('#') && !is_step_name(name)) || name.starts_with("nn.Module:")
-}
-
-/// True for an input-pipeline range: a DataLoader (or DataPipe) `__next__`,
-/// e.g. `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`.
-pub fn is_dataloader_name(name: &str) -> bool {
-    (name.contains("DataLoader") || name.contains("DataPipe")) && name.contains("__next__")
-}
-
-/// True for ranges that are the profiler's own work: CUPTI buffer handling,
-/// profiler overhead, and Python frames of `torch/profiler/`.
-pub fn is_profiler_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.contains("cupti")
-        || lower.contains("buffer flush")
-        || lower.contains("profiler overhead")
-        || (is_frame(name) && name.contains("torch/profiler/"))
-}
-
-/// True when `s` looks like one Python frame: `path.py(NN): fn`.
-pub fn is_frame(s: &str) -> bool {
-    let Some(open) = s.find(".py(") else {
-        return false;
-    };
-    let rest = &s[open + 4..];
-    rest.find("):")
-        .is_some_and(|close| close > 0 && rest[..close].bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The innermost user-code frame of a frame or of a `;`-separated stack
-/// (innermost first, Kineto's `Call stack`): a `path.py(NN): fn` whose path
-/// is outside installed libraries (`site-packages`, `dist-packages`,
-/// `torch/`, the Python standard library).
-pub fn user_frame(s: &str) -> Option<&str> {
-    s.split(';')
-        .map(str::trim)
-        .find(|f| is_frame(f) && !is_library_path(f))
-}
-
-fn is_library_path(frame: &str) -> bool {
-    let path = &frame[..frame.find(".py(").unwrap_or(frame.len())];
-    path.contains("site-packages")
-        || path.contains("dist-packages")
-        || path.starts_with("torch/")
-        || path.contains("/torch/")
-        || path.contains("/lib/python")
-        || path.starts_with('<')
-}
-
-/// A display form of a `source` string: the user frame of a stack when there
-/// is one, else its first frame, else the string itself.
-pub fn display_source(s: &str) -> &str {
-    user_frame(s)
-        .or_else(|| s.split(';').map(str::trim).find(|f| is_frame(f)))
-        .unwrap_or(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,25 +289,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn names_classify() {
-        assert!(is_dataloader_name(
-            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
-        ));
-        assert!(is_annotation_name("Optimizer.zero_grad#SGD.zero_grad"));
-        assert!(!is_annotation_name("ProfilerStep#3"));
-        assert!(is_frame("train.py(42): step"));
-        assert!(!is_frame("aten::mm"));
-        let stack = "/x/site-packages/torch/autograd/profiler.py(614): __enter__;\
-                     /x/site-packages/torch/utils/data/dataloader.py(518): __next__;\
-                     resnet50_profiler_api.py(42): <module>";
-        assert_eq!(user_frame(stack), Some("resnet50_profiler_api.py(42): <module>"));
-        assert_eq!(user_frame("torch/nn/modules/module.py(1501): _call_impl"), None);
-        assert!(is_profiler_name(
-            "/x/site-packages/torch/profiler/profiler.py(313): step"
-        ));
-    }
-
     /// ```text
     /// thread 1  [ProfilerStep#1.......................................]
     ///             [train.py(42): step.................................]
@@ -380,31 +299,14 @@ mod tests {
     /// ```
     #[test]
     fn context_finds_operator_annotation_and_user_frame() {
-        let mut b = TraceBuilder::new();
-        let t = b.thread(1, 1);
-        let op = |b: &mut TraceBuilder, s: i64, e: i64, name: &str, kind| {
-            let n = b.intern(name);
-            b.push_cpu_op(CpuOp::new(t, s, e, n, kind));
-        };
-        op(&mut b, 0, 100, "ProfilerStep#1", CpuOpKind::ProfilerStep);
-        op(&mut b, 1, 99, "train.py(42): step", CpuOpKind::PythonFunction);
-        op(
-            &mut b,
-            2,
-            98,
-            "torch/nn/module.py(9): fwd",
-            CpuOpKind::PythonFunction,
-        );
-        op(
-            &mut b,
-            3,
-            97,
-            "Optimizer.zero_grad#SGD.zero_grad",
-            CpuOpKind::Operator,
-        );
-        op(&mut b, 4, 50, "aten::zero_", CpuOpKind::Operator);
-        op(&mut b, 5, 40, "aten::fill_", CpuOpKind::Operator);
-        let tr = b.finish();
+        let tr = Sketch::new()
+            .op(0, 100, "ProfilerStep#1")
+            .op(1, 99, "train.py(42): step")
+            .op(2, 98, "torch/nn/module.py(9): fwd")
+            .op_as(3, 97, "Optimizer.zero_grad#SGD.zero_grad", CpuOpKind::Operator)
+            .op(4, 50, "aten::zero_")
+            .op(5, 40, "aten::fill_")
+            .finish();
         let cx = OpContext::new(&tr);
         let fill = 5;
         assert_eq!(tr.op_name(cx.operator[fill]), Some("aten::fill_"));
@@ -413,8 +315,8 @@ mod tests {
             Some("Optimizer.zero_grad#SGD.zero_grad")
         );
         assert_eq!(tr.strings.get(cx.source[fill]), "train.py(42): step");
-        assert_eq!(cx.operator[3], NONE);
-        assert_eq!(cx.annotation[0], NONE);
+        assert_eq!(cx.operator[3], None);
+        assert_eq!(cx.annotation[0], None);
         assert!(!cx.profiler[fill]);
     }
 }

@@ -96,15 +96,12 @@ mod tests {
     /// ```
     #[test]
     fn busy_is_the_union_and_kernel_sum_counts_kernels() {
-        let mut b = TraceBuilder::new();
-        b.set_origin(0);
-        let k = b.intern("k");
-        let m = b.intern("Memcpy HtoD (Pinned -> Device)");
-        b.push_gpu(GpuActivity::kernel(0, 7, 10, 25, k, 1));
-        b.push_gpu(GpuActivity::kernel(0, 9, 20, 35, k, 2));
-        b.push_gpu(GpuActivity::new(GpuKind::Memcpy, 0, 7, 50, 55, m, 3));
-        b.push_gpu(GpuActivity::new(GpuKind::Sync, 0, 7, 60, 90, k, 4));
-        let t = b.finish();
+        let t = Sketch::new()
+            .named_kernel("k1", 7, 10, 25, 1)
+            .named_kernel("k2", 9, 20, 35, 2)
+            .gpu(GpuKind::Memcpy, 7, 50, 55, "Memcpy HtoD (Pinned -> Device)", 3)
+            .sync_record("Stream Sync", 7, 60, 90, 4)
+            .finish();
         let got = bounds(&t, 0, (0, 100));
         assert_eq!((got.window_ns, got.busy_ns, got.kernel_sum_ns), (100, 30, 30));
         assert_eq!(got.max_speedup, 3.333);

@@ -3,12 +3,25 @@
 //!
 //! Every idle nanosecond of a device gets exactly one cause, chosen from
 //! what the CPU side was doing at that instant (see
-//! [`segments`](crate::segments) for the rules and their timelines). When
-//! several apply, the first in [`Cause::ALL`] wins:
+//! [`segments`](crate::segments) for how each rule is read from the trace,
+//! with drawn timelines).
+//!
+//! # Precedence
+//!
+//! This is the one statement of which cause wins where several hold:
+//! [`Cause::PRECEDENCE`], and `segments` applies exactly that list, first
+//! match wins.
 //!
 //! ```text
-//! profiler > sync > dataloader > cpu_op > framework_overhead > launch_overhead > untraced
+//! profiler > sync > dataloader > launch_overhead > cpu_op > framework_overhead > untraced
 //! ```
+//!
+//! `launch_overhead` holds from the start of the next work's launch call
+//! on; `cpu_op`, `framework_overhead` and `untraced` only describe the time
+//! before it, so those four never compete for one instant.
+//!
+//! [`Cause::ALL`] is a different list: the order in which causes are
+//! *listed* (JSON fields, tables, legends), kept stable for readers.
 
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +56,8 @@ pub enum Cause {
 }
 
 impl Cause {
-    /// Every cause, in precedence order (the first that applies wins).
+    /// Every cause, in the order they are listed (JSON, tables, legends).
+    /// Which cause wins is [`Cause::PRECEDENCE`].
     pub const ALL: [Cause; 7] = [
         Cause::Profiler,
         Cause::Sync,
@@ -53,6 +67,46 @@ impl Cause {
         Cause::LaunchOverhead,
         Cause::Untraced,
     ];
+
+    /// Every cause, strongest first: an idle instant takes the first cause
+    /// of this list whose rule holds (see the module docs).
+    pub const PRECEDENCE: [Cause; 7] = [
+        Cause::Profiler,
+        Cause::Sync,
+        Cause::Dataloader,
+        Cause::LaunchOverhead,
+        Cause::CpuOp,
+        Cause::FrameworkOverhead,
+        Cause::Untraced,
+    ];
+
+    /// What a reader sees (tables, charts, legends).
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::Profiler => "profiler overhead",
+            Cause::Sync => "host waits on GPU (sync)",
+            Cause::Dataloader => "DataLoader",
+            Cause::CpuOp => "CPU-bound operator",
+            Cause::FrameworkOverhead => "Python/framework",
+            Cause::LaunchOverhead => "kernel launch",
+            Cause::Untraced => "untraced",
+        }
+    }
+
+    /// One sentence on what the cause means and where to look.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Cause::Profiler => "the profiler itself (buffer flushes, its own Python code); not your code",
+            Cause::Sync => {
+                "the CPU blocked on the GPU (synchronize, .item(), a blocking copy to the host), so the queue drained"
+            }
+            Cause::Dataloader => "the training thread waited for the next batch from the DataLoader",
+            Cause::CpuOp => "the CPU was busy inside an operator before it launched its GPU work",
+            Cause::FrameworkOverhead => "the CPU ran Python or framework code between operators",
+            Cause::LaunchOverhead => "launch latency between back-to-back small kernels",
+            Cause::Untraced => "nothing in the trace explains the gap (code the profiler did not record)",
+        }
+    }
 
     /// The stable snake_case name used in JSON and reports.
     pub fn name(self) -> &'static str {
@@ -128,13 +182,13 @@ impl CauseTotals {
         Cause::ALL.iter().map(|&c| self.get(c)).sum()
     }
 
-    /// `(cause, ns)` for every cause, in precedence order.
+    /// `(cause, ns)` for every cause, in listing order ([`Cause::ALL`]).
     pub fn iter(&self) -> impl Iterator<Item = (Cause, i64)> + '_ {
         Cause::ALL.iter().map(move |&c| (c, self.get(c)))
     }
 
-    /// The cause with the most time (the earliest in precedence on ties),
-    /// or `None` when all are zero.
+    /// The cause with the most time (the earliest in [`Cause::ALL`] on
+    /// ties), or `None` when all are zero.
     pub fn top(&self) -> Option<Cause> {
         let mut best: Option<(Cause, i64)> = None;
         for (c, ns) in self.iter() {
@@ -171,5 +225,16 @@ mod tests {
                 "untraced"
             ]
         );
+    }
+
+    #[test]
+    fn precedence_holds_every_cause_once() {
+        let mut p = Cause::PRECEDENCE.to_vec();
+        p.sort();
+        assert_eq!(p, Cause::ALL.to_vec());
+        assert_eq!(Cause::PRECEDENCE[0], Cause::Profiler);
+        assert_eq!(Cause::PRECEDENCE[6], Cause::Untraced);
+        let labels: std::collections::HashSet<&str> = Cause::ALL.iter().map(|c| c.label()).collect();
+        assert_eq!(labels.len(), 7);
     }
 }

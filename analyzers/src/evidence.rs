@@ -17,7 +17,8 @@
 //! done. `cudaStreamWaitEvent` is a GPU-side wait and never blocks the host.
 
 use crate::intervals::Span;
-use gapscope_collectors::trace::{CopyKind, GpuKind, MarkerKind, MemKind, Ns, ThreadId, Trace, NONE};
+use crate::names::{is_async_api, is_memcpy_api, is_sync_api};
+use gapscope_collectors::trace::{CallRow, CopyKind, GpuKind, MarkerKind, MemKind, Ns, ThreadId, Trace};
 
 /// One interval where a host thread was blocked on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +28,7 @@ pub struct Blocking {
     /// When it returned, ns.
     pub end: Ns,
     /// The `runtime` row of the call.
-    pub call: u32,
+    pub call: CallRow,
 }
 
 /// What the CPU side says about one device.
@@ -72,8 +73,8 @@ fn launcher_threads(trace: &Trace, device: u32) -> Vec<ThreadId> {
     let mut count = vec![0u64; trace.threads.len()];
     for i in 0..trace.gpu.len() {
         let call = trace.links.gpu_launch[i];
-        if trace.gpu.device[i] == device && call != NONE {
-            let t = trace.runtime.thread[call as usize].0 as usize;
+        if let Some(call) = call.filter(|_| trace.gpu.device[i] == device) {
+            let t = trace.runtime.thread[call.index()].0 as usize;
             if t < count.len() {
                 count[t] += 1;
             }
@@ -101,9 +102,8 @@ fn call_targets(trace: &Trace) -> Vec<Option<CallTarget>> {
     let mut out = vec![None; trace.runtime.len()];
     let g = &trace.gpu;
     for i in 0..g.len() {
-        let call = trace.links.gpu_launch[i];
-        if call != NONE {
-            out[call as usize] = Some(CallTarget {
+        if let Some(call) = trace.links.gpu_launch[i] {
+            out[call.index()] = Some(CallTarget {
                 device: g.device[i],
                 kind: g.kind[i],
                 copy: g.copy_kind[i],
@@ -128,7 +128,7 @@ fn blocking_calls(trace: &Trace, device: u32, launchers: &[ThreadId]) -> Vec<Blo
         .map(|r| Blocking {
             start: rt.start[r],
             end: rt.end[r],
-            call: r as u32,
+            call: CallRow::new(r),
         })
         .collect();
     calls.sort_by_key(|b| (b.start, b.end));
@@ -142,40 +142,18 @@ fn is_blocking(name: &str, target: Option<CallTarget>, device: u32) -> bool {
     if target.is_some_and(|t| t.device != device) {
         return false;
     }
-    let api = name.trim_start_matches('_');
-    if is_sync_api(api) {
+    if is_sync_api(name) {
         return true;
     }
-    if !is_memcpy_api(api) {
+    if !is_memcpy_api(name) {
         return false;
     }
     let copy = target.filter(|t| t.kind == GpuKind::Memcpy);
-    if api.contains("Async") {
+    if is_async_api(name) {
         copy.is_some_and(|c| c.copy == CopyKind::DtoH && c.dst == MemKind::Pageable)
     } else {
         copy.is_none_or(|c| c.copy != CopyKind::HtoD)
     }
-}
-
-fn is_sync_api(api: &str) -> bool {
-    const SYNC: [&str; 9] = [
-        "cudaStreamSynchronize",
-        "cudaDeviceSynchronize",
-        "cudaEventSynchronize",
-        "cuStreamSynchronize",
-        "cuCtxSynchronize",
-        "cuEventSynchronize",
-        "hipStreamSynchronize",
-        "hipDeviceSynchronize",
-        "hipEventSynchronize",
-    ];
-    SYNC.iter().any(|s| api.starts_with(s))
-}
-
-fn is_memcpy_api(api: &str) -> bool {
-    ["cudaMemcpy", "cuMemcpy", "hipMemcpy"]
-        .iter()
-        .any(|p| api.starts_with(p))
 }
 
 /// Trims sorted intervals so they no longer overlap (the earlier keeps the

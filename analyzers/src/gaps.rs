@@ -17,7 +17,7 @@
 //! CPU thread that launched the next work.
 
 use crate::intervals::Span;
-use gapscope_collectors::trace::{Ns, Trace, NONE};
+use gapscope_collectors::trace::{GpuRow, Ns, Trace};
 
 /// One maximal idle interval of a device inside a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,14 +26,14 @@ pub struct Gap {
     pub start: Ns,
     /// End, ns (exclusive).
     pub end: Ns,
-    /// The `gpu` row whose end is the last busy instant before the gap, or
-    /// [`NONE`] when nothing ran on the device before it.
-    pub prev_row: u32,
-    /// The `gpu` row that starts when the device becomes busy again, or
-    /// [`NONE`] when nothing runs after the gap. Among rows starting at the
-    /// same instant, one with a known launch call is preferred, the earliest
+    /// The `gpu` row whose end is the last busy instant before the gap;
+    /// `None` when nothing ran on the device before it.
+    pub prev_row: Option<GpuRow>,
+    /// The `gpu` row that starts when the device becomes busy again; `None`
+    /// when nothing runs after the gap. Among rows starting at the same
+    /// instant, one with a known launch call is preferred, the earliest
     /// launched first.
-    pub next_row: u32,
+    pub next_row: Option<GpuRow>,
 }
 
 impl Gap {
@@ -44,10 +44,11 @@ impl Gap {
 }
 
 /// The busy `gpu` rows of `device` (kernels, copies, memsets), in start order.
-pub fn busy_rows(trace: &Trace, device: u32) -> Vec<u32> {
+pub fn busy_rows(trace: &Trace, device: u32) -> Vec<GpuRow> {
     let g = &trace.gpu;
-    (0..g.len() as u32)
-        .filter(|&i| g.device[i as usize] == device && g.is_busy(i as usize))
+    (0..g.len())
+        .filter(|&i| g.device[i] == device && g.is_busy(i))
+        .map(GpuRow::new)
         .collect()
 }
 
@@ -63,15 +64,15 @@ pub fn device_gaps(trace: &Trace, device: u32, window: Span) -> Vec<Gap> {
 
 /// Gaps over all time, from `Ns::MIN` before the first row to `Ns::MAX`
 /// after the last, for `rows` sorted by start.
-fn all_gaps(trace: &Trace, rows: &[u32]) -> Vec<Gap> {
+fn all_gaps(trace: &Trace, rows: &[GpuRow]) -> Vec<Gap> {
     let g = &trace.gpu;
     let mut out = Vec::new();
-    let (mut busy_until, mut prev_row) = (Ns::MIN, NONE);
+    let (mut busy_until, mut prev_row) = (Ns::MIN, None);
     let mut i = 0;
     while i < rows.len() {
-        let start = g.start[rows[i] as usize];
+        let start = g.start[rows[i].index()];
         if start > busy_until {
-            let next_row = best_next(trace, rows, i);
+            let next_row = Some(best_next(trace, rows, i));
             out.push(Gap {
                 start: busy_until,
                 end: start,
@@ -81,10 +82,10 @@ fn all_gaps(trace: &Trace, rows: &[u32]) -> Vec<Gap> {
         }
         // Extend over every row starting at this instant before looking for
         // the next gap, so `best_next` saw all of them.
-        while i < rows.len() && g.start[rows[i] as usize] == start {
-            let r = rows[i] as usize;
+        while i < rows.len() && g.start[rows[i].index()] == start {
+            let r = rows[i].index();
             if g.end[r] > busy_until {
-                (busy_until, prev_row) = (g.end[r], rows[i]);
+                (busy_until, prev_row) = (g.end[r], Some(rows[i]));
             }
             i += 1;
         }
@@ -93,23 +94,21 @@ fn all_gaps(trace: &Trace, rows: &[u32]) -> Vec<Gap> {
         start: busy_until,
         end: Ns::MAX,
         prev_row,
-        next_row: NONE,
+        next_row: None,
     });
     out
 }
 
 /// Among the rows starting where `rows[i]` starts, the one launched
 /// earliest (rows with no launch call last).
-fn best_next(trace: &Trace, rows: &[u32], i: usize) -> u32 {
+fn best_next(trace: &Trace, rows: &[GpuRow], i: usize) -> GpuRow {
     let g = &trace.gpu;
-    let start = g.start[rows[i] as usize];
-    let launch_start = |r: u32| match trace.links.gpu_launch[r as usize] {
-        NONE => Ns::MAX,
-        c => trace.runtime.start[c as usize],
-    };
+    let start = g.start[rows[i].index()];
+    let launch_start =
+        |r: GpuRow| trace.links.gpu_launch[r.index()].map_or(Ns::MAX, |c| trace.runtime.start[c.index()]);
     rows[i..]
         .iter()
-        .take_while(|&&r| g.start[r as usize] == start)
+        .take_while(|&&r| g.start[r.index()] == start)
         .copied()
         .min_by_key(|&r| launch_start(r))
         .unwrap_or(rows[i])
@@ -139,20 +138,27 @@ mod tests {
     /// ```
     #[test]
     fn gaps_are_the_union_complement_and_ignore_sync_records() {
-        let mut b = TraceBuilder::new();
-        b.set_origin(0);
-        let k = b.intern("k");
-        b.push_gpu(GpuActivity::kernel(0, 7, 20, 35, k, 1));
-        b.push_gpu(GpuActivity::kernel(0, 9, 25, 45, k, 2));
-        b.push_gpu(GpuActivity::kernel(0, 7, 50, 55, k, 3));
-        b.push_gpu(GpuActivity::new(GpuKind::Sync, 0, 7, 60, 70, k, 4));
-        b.push_gpu(GpuActivity::kernel(1, 7, 0, 100, k, 5));
-        let t = b.finish();
+        let t = Sketch::new()
+            .kernel(7, 20, 35, 1)
+            .kernel(9, 25, 45, 2)
+            .kernel(7, 50, 55, 3)
+            .sync_record("Stream Sync", 7, 60, 70, 4)
+            .on_device(1)
+            .kernel(7, 0, 100, 5)
+            .finish();
         let gaps: Vec<_> = device_gaps(&t, 0, (10, 100))
             .iter()
             .map(|g| (g.start, g.end, g.prev_row, g.next_row))
             .collect();
         // Rows sorted by start: 0:dev1 k, 1:k1, 2:k2, 3:k3, 4:sync.
-        assert_eq!(gaps, vec![(10, 20, NONE, 1), (45, 50, 2, 3), (55, 100, 3, NONE)]);
+        let row = |i| Some(GpuRow::new(i));
+        assert_eq!(
+            gaps,
+            vec![
+                (10, 20, None, row(1)),
+                (45, 50, row(2), row(3)),
+                (55, 100, row(3), None)
+            ]
+        );
     }
 }

@@ -10,11 +10,11 @@
 //! top_idle_operators grouped by (cause, operator, annotation, source)
 //! ```
 
-use crate::attribution::display_source;
 use crate::causes::{Cause, CauseTotals};
 use crate::intervals::Span;
+use crate::names::display_source;
 use crate::segments::{IdleAnalyzer, IdleSegment};
-use gapscope_collectors::trace::{Ns, StrId, Strings, Trace, NONE};
+use gapscope_collectors::trace::{Ns, OpRow, StrId, Strings, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -150,7 +150,7 @@ type GroupKey = (Cause, Option<StrId>, Option<StrId>, StrId);
 
 fn top_operators(trace: &Trace, segs: &[IdleSegment]) -> Vec<TopIdleOperator> {
     // Group by names, not rows: the same operator recurs every step.
-    let name = |row: u32| (row != NONE).then(|| trace.cpu_ops.name[row as usize]);
+    let name = |row: Option<OpRow>| row.map(|r| trace.cpu_ops.name[r.index()]);
     let mut groups: HashMap<GroupKey, (Ns, u64)> = HashMap::new();
     for s in segs {
         let g = groups
@@ -178,7 +178,7 @@ fn top_operators(trace: &Trace, segs: &[IdleSegment]) -> Vec<TopIdleOperator> {
     out
 }
 
-fn op_name(trace: &Trace, row: u32) -> Option<String> {
+fn op_name(trace: &Trace, row: Option<OpRow>) -> Option<String> {
     trace.op_name(row).map(str::to_string)
 }
 

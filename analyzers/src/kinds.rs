@@ -4,6 +4,7 @@
 //! Both are decided once per distinct name ([`ClassTable`]) because a trace
 //! has millions of rows but only thousands of names.
 
+use crate::names::is_communication_name;
 use gapscope_collectors::trace::{CopyKind, GpuKind, StrId, Trace};
 
 /// gapscope's class of a busy GPU row, in breakdown priority order: where
@@ -18,19 +19,6 @@ pub enum WorkClass {
     Memcpy,
     /// A memory set.
     Memset,
-}
-
-/// True when a kernel name is an NCCL or RCCL collective. Names seen:
-/// `ncclKernel_AllReduce_RING_LL_Sum_float(...)`,
-/// `ncclDevKernel_AllGather_RING_LL(...)`, `void ncclKernel<...>`,
-/// `rcclGenericKernel`.
-pub fn is_communication_name(name: &str) -> bool {
-    name.starts_with("nccl")
-        || name.starts_with("rccl")
-        || name.contains("ncclKernel")
-        || name.contains("ncclDevKernel")
-        || name.contains("rcclKernel")
-        || name.contains("rcclGenericKernel")
 }
 
 /// gapscope's class of GPU row `i`; `None` for sync records, which mark a
@@ -175,25 +163,6 @@ impl ClassTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn communication_names() {
-        for n in [
-            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
-            "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-            "void ncclKernel<...>",
-            "rcclGenericKernel<1>",
-        ] {
-            assert!(is_communication_name(n), "{n}");
-        }
-        for n in [
-            "volta_sgemm_128x64_nn",
-            "Memcpy HtoD (Pageable -> Device)",
-            "my_nccl_free_kernel",
-        ] {
-            assert!(!is_communication_name(n), "{n}");
-        }
-    }
 
     #[test]
     fn hta_types_follow_the_050_regexes() {

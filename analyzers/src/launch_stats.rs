@@ -21,7 +21,7 @@
 //! the last of their ends (what the one call made the GPU do), and its
 //! launch delay is measured to the first of them.
 
-use gapscope_collectors::trace::{Ns, Trace, NONE};
+use gapscope_collectors::trace::{CallRow, Ns, Trace};
 use serde::{Deserialize, Serialize};
 
 /// Thresholds of the three HTA "findings", HTA's defaults.
@@ -45,8 +45,8 @@ impl Default for LaunchOptions {
 /// One launch: a runtime call and the GPU work it caused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Launch {
-    /// Row of the call in `trace.runtime`.
-    pub runtime_row: u32,
+    /// The call's row in `trace.runtime`.
+    pub runtime_row: CallRow,
     /// Device of its (first) GPU row.
     pub device: u32,
     /// How many busy GPU rows it caused (more than 1 for graph launches).
@@ -65,11 +65,10 @@ pub fn launches(trace: &Trace) -> Vec<Launch> {
     // Per runtime row: (first gpu start, last gpu end, rows, device).
     let mut agg: Vec<(Ns, Ns, u32, u32)> = vec![(Ns::MAX, Ns::MIN, 0, 0); n];
     for i in 0..trace.gpu.len() {
-        let r = trace.links.gpu_launch[i];
-        if r == NONE || !trace.gpu.is_busy(i) {
+        let Some(r) = trace.links.gpu_launch[i].filter(|_| trace.gpu.is_busy(i)) else {
             continue;
-        }
-        let a = &mut agg[r as usize];
+        };
+        let a = &mut agg[r.index()];
         if a.2 == 0 {
             a.3 = trace.gpu.device[i];
         }
@@ -83,7 +82,7 @@ pub fn launches(trace: &Trace) -> Vec<Launch> {
         .map(|(r, &(gs, ge, rows, device))| {
             let (cs, ce) = (trace.runtime.start[r], trace.runtime.end[r]);
             Launch {
-                runtime_row: r as u32,
+                runtime_row: CallRow::new(r),
                 device,
                 gpu_rows: rows,
                 cpu_duration: ce - cs,

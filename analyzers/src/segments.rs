@@ -10,28 +10,26 @@
 //! launched the row before the gap, else the device's busiest launcher.
 //! Blocking calls count on every thread that launches work on the device.
 //!
-//! # The rules, in precedence order
+//! # The rules
 //!
 //! The gap is cut wherever the issuing thread enters or leaves a range,
 //! at `L`, and at the edges of blocking calls and profiler markers; each
-//! piece takes the first cause that holds at its start:
+//! piece takes the first cause of [`Cause::PRECEDENCE`] whose rule holds
+//! at its start (the order is stated there, once). The rules:
 //!
-//! 1. `profiler`: a `ProfilerOverhead` marker covers it, or the thread is
-//!    inside the profiler's own code (CUPTI, `torch/profiler/` frames).
-//! 2. `sync`: a launching thread is inside a blocking call (synchronize, a
-//!    blocking device→host copy). The segment runs from the drain (the gap
-//!    start) until the call returns; what follows is judged on its own.
-//! 3. `dataloader`: the thread is inside a DataLoader `__next__` range.
-//! 4. `launch_overhead`: from `L` on, the next work is being launched or
-//!    is queued; the CPU is no longer what the GPU waits for.
-//! 5. `cpu_op`: before `L`, the thread is inside an operator.
-//! 6. `framework_overhead`: before `L`, inside a step, annotation or Python
-//!    frame but no operator.
-//! 7. `untraced`: no range at all on the thread.
-//!
-//! `launch_overhead` is listed after `framework_overhead` in the cause
-//! precedence ([`Cause::ALL`]); the two never compete because the others
-//! only apply before `L`.
+//! - `profiler`: a `ProfilerOverhead` marker covers it, or the thread is
+//!   inside the profiler's own code (CUPTI, `torch/profiler/` frames).
+//! - `sync`: a launching thread is inside a blocking call (synchronize, a
+//!   blocking device→host copy). The segment runs from the drain (the gap
+//!   start) until the call returns; what follows is judged on its own.
+//! - `dataloader`: the thread is inside a DataLoader `__next__` range.
+//! - `launch_overhead`: from `L` on, the next work is being launched or
+//!   is queued; the CPU is no longer what the GPU waits for.
+//! - `cpu_op`: the thread is inside an operator.
+//! - `framework_overhead`: the thread is inside a step, annotation or
+//!   Python frame but no operator.
+//! - `untraced`: always holds; the last resort (no range at all on the
+//!   thread).
 //!
 //! A blocking `.item()` whose drain is followed by the next batch and some
 //! Python before the next launch:
@@ -64,7 +62,7 @@ use crate::causes::Cause;
 use crate::evidence::DeviceEvidence;
 use crate::gaps::{device_gaps, Gap};
 use crate::intervals::Span;
-use gapscope_collectors::trace::{Ns, StrId, Strings, ThreadId, Trace, NONE};
+use gapscope_collectors::trace::{GpuRow, Ns, OpRow, StrId, Strings, ThreadId, Trace};
 
 /// One piece of an idle gap with a single cause and attribution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,14 +73,13 @@ pub struct IdleSegment {
     pub end: Ns,
     /// Why the device was idle.
     pub cause: Cause,
-    /// Innermost operator (`cpu_ops` row, kind `Operator`) to blame, or
-    /// [`NONE`].
-    pub op: u32,
+    /// Innermost operator (`cpu_ops` row, kind `Operator`) to blame, if any.
+    pub op: Option<OpRow>,
     /// Nearest annotation / module / optimizer / DataLoader range (`cpu_ops`
-    /// row), or [`NONE`].
-    pub annotation: u32,
+    /// row), if any.
+    pub annotation: Option<OpRow>,
     /// Source frame (`file.py(N): fn`, or a `;`-separated stack from the
-    /// trace; see [`display_source`](crate::attribution::display_source)),
+    /// trace; see [`display_source`](crate::names::display_source)),
     /// or empty.
     pub source: StrId,
 }
@@ -116,13 +113,13 @@ struct Issuer {
     thread: Option<ThreadId>,
     /// Start of the next work's launch call (`Ns::MAX`: none known).
     launch_start: Ns,
-    /// The `cpu_ops` row holding the launch call, or [`NONE`].
-    launch_op: u32,
+    /// The `cpu_ops` row holding the launch call, if any.
+    launch_op: Option<OpRow>,
 }
 
 /// The attribution triple of a segment.
-type Blame = (u32, u32, StrId);
-const NO_BLAME: Blame = (NONE, NONE, Strings::EMPTY);
+type Blame = (Option<OpRow>, Option<OpRow>, StrId);
+const NO_BLAME: Blame = (None, None, Strings::EMPTY);
 
 impl<'t> IdleAnalyzer<'t> {
     /// Prepares `trace` (one pass over its CPU ranges).
@@ -175,28 +172,23 @@ impl<'t> IdleAnalyzer<'t> {
 
     fn issuer(&self, ev: &DeviceEvidence, gap: &Gap) -> Issuer {
         let rt = &self.trace.runtime;
-        let call_of = |row: u32| match row {
-            NONE => NONE,
-            r => self.trace.links.gpu_launch[r as usize],
-        };
-        let next = call_of(gap.next_row);
-        if next != NONE {
-            let c = next as usize;
+        let call_of = |row: Option<GpuRow>| row.and_then(|r| self.trace.links.gpu_launch[r.index()]);
+        if let Some(next) = call_of(gap.next_row) {
+            let c = next.index();
             return Issuer {
                 thread: Some(rt.thread[c]),
                 launch_start: rt.start[c],
                 launch_op: self.trace.links.runtime_op[c],
             };
         }
-        let prev = call_of(gap.prev_row);
-        let thread = match prev {
-            NONE => ev.launchers.first().copied(),
-            c => Some(rt.thread[c as usize]),
+        let thread = match call_of(gap.prev_row) {
+            None => ev.launchers.first().copied(),
+            Some(c) => Some(rt.thread[c.index()]),
         };
         Issuer {
             thread,
             launch_start: Ns::MAX,
-            launch_op: NONE,
+            launch_op: None,
         }
     }
 
@@ -229,7 +221,7 @@ impl<'t> IdleAnalyzer<'t> {
         let t = self.trace;
         let ops = &t.cpu_ops;
         for a in t.ancestors(innermost_op(t, thread, gap.start)) {
-            cuts.push(ops.end[a as usize]);
+            cuts.push(ops.end[a.index()]);
         }
         if thread.0 as usize + 1 >= t.cpu_op_thread_start.len() {
             return;
@@ -244,43 +236,43 @@ impl<'t> IdleAnalyzer<'t> {
         }
     }
 
-    /// The cause and blame of the instant `t` (rules in the module docs).
+    /// The cause and blame of the instant `t`: the first cause of
+    /// [`Cause::PRECEDENCE`] whose rule (module docs) holds.
     fn classify(&self, ev: &DeviceEvidence, who: &Issuer, t: Ns) -> (Cause, Blame) {
-        let inner = who.thread.map_or(NONE, |th| innermost_op(self.trace, th, t));
+        let inner = who.thread.and_then(|th| innermost_op(self.trace, th, t));
         let cx = &self.cx;
-        if ev.profiler_at(t) || (inner != NONE && cx.profiler[inner as usize]) {
-            return (Cause::Profiler, self.blame(inner));
+        let inner_blame = || self.blame(inner);
+        for cause in Cause::PRECEDENCE {
+            let blame = match cause {
+                Cause::Profiler => {
+                    (ev.profiler_at(t) || inner.is_some_and(|i| cx.profiler[i.index()])).then(inner_blame)
+                }
+                Cause::Sync => ev
+                    .blocking_at(t)
+                    .map(|b| self.blame(self.trace.links.runtime_op[b.call.index()])),
+                Cause::Dataloader => inner
+                    .map(OpRow::index)
+                    .filter(|&i| cx.dataloader[i].is_some())
+                    .map(|i| (cx.operator[i], cx.dataloader[i], cx.source[i])),
+                Cause::LaunchOverhead => (t >= who.launch_start).then(|| self.blame(who.launch_op)),
+                Cause::CpuOp => Some(inner_blame()).filter(|b| b.0.is_some()),
+                Cause::FrameworkOverhead => inner.map(|_| {
+                    let (_, annotation, source) = inner_blame();
+                    (None, annotation, source)
+                }),
+                Cause::Untraced => Some(NO_BLAME),
+            };
+            if let Some(blame) = blame {
+                return (cause, blame);
+            }
         }
-        if let Some(b) = ev.blocking_at(t) {
-            let op = self.trace.links.runtime_op[b.call as usize];
-            return (Cause::Sync, self.blame(op));
-        }
-        if inner != NONE && cx.dataloader[inner as usize] != NONE {
-            let i = inner as usize;
-            return (
-                Cause::Dataloader,
-                (cx.operator[i], cx.dataloader[i], cx.source[i]),
-            );
-        }
-        if t >= who.launch_start {
-            return (Cause::LaunchOverhead, self.blame(who.launch_op));
-        }
-        if inner == NONE {
-            return (Cause::Untraced, NO_BLAME);
-        }
-        let (op, annotation, source) = self.blame(inner);
-        if op != NONE {
-            (Cause::CpuOp, (op, annotation, source))
-        } else {
-            (Cause::FrameworkOverhead, (NONE, annotation, source))
-        }
+        unreachable!("`untraced` always holds")
     }
 
-    fn blame(&self, row: u32) -> Blame {
-        if row == NONE {
+    fn blame(&self, row: Option<OpRow>) -> Blame {
+        let Some(r) = row.map(OpRow::index) else {
             return NO_BLAME;
-        }
-        let r = row as usize;
+        };
         (self.cx.operator[r], self.cx.annotation[r], self.cx.source[r])
     }
 }

@@ -61,9 +61,15 @@
 
 use crate::evidence::DeviceEvidence;
 use crate::intervals::{union, Span};
-use gapscope_collectors::trace::{FxHashMap, GpuKind, Ns, ThreadId, Trace, NONE};
+use crate::names::{is_memcpy_api, is_stream_sync_api};
+use gapscope_collectors::trace::{CallRow, FxHashMap, GpuKind, GpuRow, Ns, ThreadId, Trace};
 use std::cell::Cell;
 use std::sync::Mutex;
+
+/// "No node" in the graph's own index columns (`prev_on_thread`,
+/// `g_launch`, `g_prev`): node indices are not table rows, and these columns
+/// are read once per node per replay, so they stay plain `u32`s.
+const NO_NODE: u32 = u32::MAX;
 
 /// A fix expressed as a change to the dependency graph.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -71,10 +77,10 @@ pub struct Edit {
     /// CPU time to remove, per thread: the work done in these spans (in the
     /// trace's own times) no longer happens.
     pub remove_cpu: Vec<(ThreadId, Span)>,
-    /// Blocking calls (`runtime` rows) that no longer wait for the device.
-    pub no_wait: Vec<u32>,
-    /// GPU rows (`gpu` rows) that no longer run.
-    pub remove_gpu: Vec<u32>,
+    /// Blocking calls that no longer wait for the device.
+    pub no_wait: Vec<CallRow>,
+    /// GPU rows that no longer run.
+    pub remove_gpu: Vec<GpuRow>,
 }
 
 impl Edit {
@@ -135,7 +141,7 @@ impl State {
 pub struct Replay {
     window: Span,
     // Calls.
-    call_row: Vec<u32>,
+    call_row: Vec<CallRow>,
     call_thread: Vec<u32>,
     cs: Vec<Ns>,
     ce: Vec<Ns>,
@@ -151,7 +157,7 @@ pub struct Replay {
     /// `0..=c` (the first call an edit's CPU time can touch).
     reach: Vec<Ns>,
     // GPU rows.
-    gpu_row: Vec<u32>,
+    gpu_row: Vec<GpuRow>,
     gs: Vec<Ns>,
     ge: Vec<Ns>,
     g_launch: Vec<u32>,
@@ -183,10 +189,10 @@ pub struct Replay {
 pub struct Outcome {
     /// When the last GPU row or launching thread finished.
     pub makespan: Ns,
-    gpu_row: Vec<u32>,
+    gpu_row: Vec<GpuRow>,
     gs: Vec<Ns>,
     ge: Vec<Ns>,
-    call_row: Vec<u32>,
+    call_row: Vec<CallRow>,
     cs: Vec<Ns>,
     ce: Vec<Ns>,
 }
@@ -194,13 +200,13 @@ pub struct Outcome {
 impl Outcome {
     /// The replayed `[start, end)` of `runtime` row `row`, if it is in the
     /// graph.
-    pub fn call_span(&self, row: u32) -> Option<Span> {
+    pub fn call_span(&self, row: CallRow) -> Option<Span> {
         let i = self.call_row.binary_search(&row).ok()?;
         Some((self.cs[i], self.ce[i]))
     }
 
     /// The replayed `[start, end)` of `gpu` row `row`, if it is in the graph.
-    pub fn gpu_span(&self, row: u32) -> Option<Span> {
+    pub fn gpu_span(&self, row: GpuRow) -> Option<Span> {
         let i = self.gpu_row.binary_search(&row).ok()?;
         Some((self.gs[i], self.ge[i]))
     }
@@ -217,24 +223,24 @@ impl Replay {
         for t in &ev.launchers {
             launcher[t.0 as usize] = true;
         }
-        let call_rows: Vec<u32> = (0..rt.len() as u32)
+        let call_rows: Vec<CallRow> = (0..rt.len())
             .filter(|&r| {
-                let r = r as usize;
                 launcher.get(rt.thread[r].0 as usize).copied().unwrap_or(false)
                     && rt.start[r] < we
                     && rt.end[r] > ws
             })
+            .map(CallRow::new)
             .collect();
         // `call_rows` is sorted (the runtime table is): a binary search
         // finds a row's node without a map over millions of calls.
-        let node_of = |row: u32| call_rows.binary_search(&row).ok().map(|i| i as u32);
+        let node_of = |row: CallRow| call_rows.binary_search(&row).ok().map(|i| i as u32);
         let nc = call_rows.len();
-        let cs: Vec<Ns> = call_rows.iter().map(|&r| rt.start[r as usize]).collect();
-        let ce: Vec<Ns> = call_rows.iter().map(|&r| rt.end[r as usize]).collect();
-        let call_thread: Vec<u32> = call_rows.iter().map(|&r| rt.thread[r as usize].0).collect();
-        let mut prev_on_thread = vec![NONE; nc];
+        let cs: Vec<Ns> = call_rows.iter().map(|&r| rt.start[r.index()]).collect();
+        let ce: Vec<Ns> = call_rows.iter().map(|&r| rt.end[r.index()]).collect();
+        let call_thread: Vec<u32> = call_rows.iter().map(|&r| rt.thread[r.index()].0).collect();
+        let mut prev_on_thread = vec![NO_NODE; nc];
         // Every call's thread is a launcher, hence an index below n_threads.
-        let mut last_of_thread = vec![NONE; n_threads];
+        let mut last_of_thread = vec![NO_NODE; n_threads];
         for i in 0..nc {
             let t = call_thread[i] as usize;
             prev_on_thread[i] = last_of_thread[t];
@@ -243,7 +249,7 @@ impl Replay {
         let thread_last: Vec<(u32, u32)> = last_of_thread
             .iter()
             .enumerate()
-            .filter(|&(_, &l)| l != NONE)
+            .filter(|&(_, &l)| l != NO_NODE)
             .map(|(t, &l)| (t as u32, l))
             .collect();
         let mut reach = Vec::with_capacity(nc);
@@ -254,39 +260,36 @@ impl Replay {
         }
 
         // GPU nodes and streams.
-        let gpu_row: Vec<u32> = (0..g.len() as u32)
-            .filter(|&i| {
-                let i = i as usize;
-                g.device[i] == device && g.is_busy(i) && g.start[i] < we && g.end[i] > ws
-            })
+        let gpu_row: Vec<GpuRow> = (0..g.len())
+            .filter(|&i| g.device[i] == device && g.is_busy(i) && g.start[i] < we && g.end[i] > ws)
+            .map(GpuRow::new)
             .collect();
         let mut stream_ix: FxHashMap<i64, usize> = FxHashMap::default();
         let g_stream: Vec<usize> = gpu_row
             .iter()
             .map(|&r| {
                 let n = stream_ix.len();
-                *stream_ix.entry(g.stream[r as usize]).or_insert(n)
+                *stream_ix.entry(g.stream[r.index()]).or_insert(n)
             })
             .collect();
-        let gs: Vec<Ns> = gpu_row.iter().map(|&r| g.start[r as usize]).collect();
-        let ge: Vec<Ns> = gpu_row.iter().map(|&r| g.end[r as usize]).collect();
+        let gs: Vec<Ns> = gpu_row.iter().map(|&r| g.start[r.index()]).collect();
+        let ge: Vec<Ns> = gpu_row.iter().map(|&r| g.end[r.index()]).collect();
         let mut launched = vec![Vec::new(); nc];
-        let mut g_launch = vec![NONE; gpu_row.len()];
-        let mut g_prev = vec![NONE; gpu_row.len()];
+        let mut g_launch = vec![NO_NODE; gpu_row.len()];
+        let mut g_prev = vec![NO_NODE; gpu_row.len()];
         let mut stream_nodes: Vec<Vec<u32>> = vec![Vec::new(); stream_ix.len()];
         for (i, &r) in gpu_row.iter().enumerate() {
-            let call = trace.links.gpu_launch[r as usize];
-            if let Some(c) = (call != NONE).then(|| node_of(call)).flatten() {
+            if let Some(c) = trace.links.gpu_launch[r.index()].and_then(node_of) {
                 g_launch[i] = c;
                 launched[c as usize].push(i as u32);
             }
             let on_stream = &mut stream_nodes[g_stream[i]];
-            g_prev[i] = on_stream.last().copied().unwrap_or(NONE);
+            g_prev[i] = on_stream.last().copied().unwrap_or(NO_NODE);
             on_stream.push(i as u32);
         }
         let g_launch_start: Vec<Ns> = (0..gpu_row.len())
             .map(|i| match g_launch[i] {
-                NONE => gs[i],
+                NO_NODE => gs[i],
                 c => cs[c as usize],
             })
             .collect();
@@ -294,9 +297,9 @@ impl Replay {
         let mut g_stream_lag = vec![0; gpu_row.len()];
         for i in 0..gpu_row.len() {
             let p = g_prev[i];
-            let waited_for_launch = p == NONE || gs[i] > ge[p as usize];
+            let waited_for_launch = p == NO_NODE || gs[i] > ge[p as usize];
             let c = g_launch[i];
-            if c != NONE {
+            if c != NO_NODE {
                 let c = c as usize;
                 let since_call = (gs[i] - cs[c]).max(0);
                 g_delay[i] = if waited_for_launch {
@@ -305,9 +308,9 @@ impl Replay {
                     since_call.min(ce[c] - cs[c])
                 };
             }
-            if p != NONE {
+            if p != NO_NODE {
                 let gap = gs[i] - ge[p as usize];
-                g_stream_lag[i] = if c != NONE { gap.min(0) } else { gap };
+                g_stream_lag[i] = if c != NO_NODE { gap.min(0) } else { gap };
             }
         }
 
@@ -321,8 +324,8 @@ impl Replay {
             let Some(c) = node_of(b.call) else {
                 continue;
             };
-            let name = trace.strings.get(rt.name[b.call as usize]);
-            wait[c as usize] = if name.contains("emcpy") && !launched[c as usize].is_empty() {
+            let name = trace.strings.get(rt.name[b.call.index()]);
+            wait[c as usize] = if is_memcpy_api(name) && !launched[c as usize].is_empty() {
                 Wait::Own
             } else {
                 sync_stream(trace, b.call, &sync_records, &stream_ix).map_or(Wait::All, Wait::Stream)
@@ -523,7 +526,7 @@ impl Replay {
             return 0;
         }
         let from = match self.prev_on_thread[c] {
-            NONE => self.window.0,
+            NO_NODE => self.window.0,
             q if self.cs[c] >= self.ce[q as usize] => self.ce[q as usize],
             q => self.cs[q as usize],
         };
@@ -557,7 +560,7 @@ impl Replay {
                     let c = c as usize;
                     let removed = self.removed_before(a, c);
                     let prev = self.prev_on_thread[c];
-                    st.cs[c] = if prev == NONE {
+                    st.cs[c] = if prev == NO_NODE {
                         self.cs[c] - removed
                     } else {
                         let q = prev as usize;
@@ -592,7 +595,7 @@ impl Replay {
                     let i = i as usize;
                     let mut start = Ns::MIN;
                     let c = self.g_launch[i];
-                    let launched = c != NONE && (c as usize) < started;
+                    let launched = c != NO_NODE && (c as usize) < started;
                     if launched {
                         // CPU time removed inside the launch call shortens
                         // the launch itself (launch overhead removed).
@@ -600,8 +603,8 @@ impl Replay {
                         start = st.cs[c as usize] + d;
                     }
                     let prev = self.g_prev[i];
-                    if prev != NONE {
-                        let lag = if c != NONE && !launched {
+                    if prev != NO_NODE {
+                        let lag = if c != NO_NODE && !launched {
                             // Clock skew put the row before its launch: keep
                             // its recorded distance to its stream neighbour.
                             self.gs[i] - self.ge[prev as usize]
@@ -676,7 +679,7 @@ impl Replay {
     }
 
     /// The `runtime` row of call node `c` (for tests and diagnostics).
-    pub fn call_rows(&self) -> &[u32] {
+    pub fn call_rows(&self) -> &[CallRow] {
         &self.call_row
     }
 }
@@ -714,7 +717,7 @@ impl Applied {
         for &(t, s) in &edit.remove_cpu {
             spans[t.0 as usize].push(s);
         }
-        let nodes = |rows: &[u32], of: &[u32]| {
+        fn nodes<R: Ord>(rows: &[R], of: &[R]) -> Vec<u32> {
             let mut v: Vec<u32> = rows
                 .iter()
                 .filter_map(|row| of.binary_search(row).ok().map(|i| i as u32))
@@ -722,7 +725,7 @@ impl Applied {
             v.sort_unstable();
             v.dedup();
             v
-        };
+        }
         Applied {
             all: Cumulative::new(union(edit.remove_cpu.iter().map(|&(_, s)| s).collect())),
             by_thread: spans.into_iter().map(|s| Cumulative::new(union(s))).collect(),
@@ -810,15 +813,15 @@ impl Cumulative {
 /// record (`sync_records`: correlation → stream), as a node stream index.
 fn sync_stream(
     trace: &Trace,
-    call: u32,
+    call: CallRow,
     sync_records: &FxHashMap<u64, i64>,
     stream_ix: &FxHashMap<i64, usize>,
 ) -> Option<usize> {
-    let name = trace.strings.get(trace.runtime.name[call as usize]);
-    if !name.contains("StreamSynchronize") {
+    let name = trace.strings.get(trace.runtime.name[call.index()]);
+    if !is_stream_sync_api(name) {
         return None;
     }
-    let stream = sync_records.get(&trace.runtime.correlation[call as usize])?;
+    let stream = sync_records.get(&trace.runtime.correlation[call.index()])?;
     stream_ix.get(stream).copied()
 }
 

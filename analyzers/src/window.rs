@@ -29,8 +29,9 @@
 //! the same when the importer has already left out the rows outside the
 //! window (`kineto::ReadLimits::time_window`).
 
+use crate::format::duration_exact;
 use crate::intervals::Span;
-use gapscope_collectors::trace::{CpuOpKind, Ns, Trace, NONE};
+use gapscope_collectors::trace::{CallRow, CpuOpKind, Ns, OpRow, Trace};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -77,8 +78,8 @@ impl TimeWindowError {
             TimeWindowError::OutsideTrace { extent } => format!(
                 "{name}: the time window {text} is outside the trace, whose events run from {} to {} after its \
                  first event; choose a window within that range",
-                human_ns(extent.0),
-                human_ns(extent.1)
+                duration_exact(extent.0),
+                duration_exact(extent.1)
             ),
             TimeWindowError::NoSteps => format!(
                 "{name}: --steps/--exclude-last-step select no step, so the time window {text} has nothing to \
@@ -89,8 +90,8 @@ impl TimeWindowError {
                  widen the window or choose other steps",
                 steps.0,
                 steps.1,
-                human_ns(span.0),
-                human_ns(span.1)
+                duration_exact(span.0),
+                duration_exact(span.1)
             ),
         }
     }
@@ -184,23 +185,6 @@ pub fn parse_steps(s: &str) -> Result<(u64, u64), String> {
         ));
     }
     Ok((a, b))
-}
-
-/// `1.234 s`, `12.5 ms`, `40 µs`, `7 ns`.
-fn human_ns(ns: Ns) -> String {
-    let a = ns.unsigned_abs() as f64;
-    let (v, unit) = if a >= 1e9 {
-        (ns as f64 / 1e9, "s")
-    } else if a >= 1e6 {
-        (ns as f64 / 1e6, "ms")
-    } else if a >= 1e3 {
-        (ns as f64 / 1e3, "µs")
-    } else {
-        return format!("{ns} ns");
-    };
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    format!("{s} {unit}")
 }
 
 /// How to choose the analysed part of a trace.
@@ -467,16 +451,16 @@ fn filter(trace: &Trace, range: Span) -> Trace {
         .links
         .gpu_launch
         .iter()
-        .map(|&r| r != NONE && keep_rt[r as usize])
+        .map(|&r| r.is_some_and(|r| keep_rt[r.index()]))
         .collect();
     retain(trace, &keep_gpu, &keep_rt, &keep_op, &keep_mk)
 }
 
 /// The rows of `trace` marked `keep_*`, with links remapped (a link to a
-/// row that goes becomes [`NONE`]) and CPU ranges nested again.
+/// row that goes becomes `None`) and CPU ranges nested again.
 fn retain(trace: &Trace, keep_gpu: &[bool], keep_rt: &[bool], keep_op: &[bool], keep_mk: &[bool]) -> Trace {
-    let rt_map = new_index(keep_rt);
-    let op_map = new_index(keep_op);
+    let rt_map: Vec<Option<CallRow>> = new_index(keep_rt, CallRow::new);
+    let op_map: Vec<Option<OpRow>> = new_index(keep_op, OpRow::new);
 
     let mut out = trace.clone_meta();
     out.gpu = trace.gpu.clone();
@@ -488,56 +472,53 @@ fn retain(trace: &Trace, keep_gpu: &[bool], keep_rt: &[bool], keep_op: &[bool], 
     out.markers = trace.markers.clone();
     out.markers.retain_rows(keep_mk);
 
-    out.links.gpu_launch = retained(&trace.links.gpu_launch, keep_gpu, &rt_map);
-    out.links.runtime_op = retained(&trace.links.runtime_op, keep_rt, &op_map);
+    out.links.gpu_launch = retained(&trace.links.gpu_launch, keep_gpu, &rt_map, CallRow::index);
+    out.links.runtime_op = retained(&trace.links.runtime_op, keep_rt, &op_map, OpRow::index);
     out.links.runtime_gpu_count = vec![0; out.runtime.len()];
-    for &r in &out.links.gpu_launch {
-        if r != NONE {
-            out.links.runtime_gpu_count[r as usize] += 1;
-        }
+    for r in out.links.gpu_launch.iter().flatten() {
+        out.links.runtime_gpu_count[r.index()] += 1;
     }
     renest(&mut out, &op_map, &trace.cpu_ops.parent, keep_op);
     out
 }
 
-/// Old row index → new row index after keeping `keep` ([`NONE`] if dropped).
-fn new_index(keep: &[bool]) -> Vec<u32> {
-    let mut next = 0u32;
+/// Old row → new row after keeping `keep` (`None` if dropped).
+fn new_index<R>(keep: &[bool], row: impl Fn(usize) -> R) -> Vec<Option<R>> {
+    let mut next = 0;
     keep.iter()
         .map(|&k| {
-            if k {
+            k.then(|| {
                 next += 1;
-                next - 1
-            } else {
-                NONE
-            }
+                row(next - 1)
+            })
         })
         .collect()
 }
 
-/// The kept entries of a link column, pointing at new row indices.
-fn retained(links: &[u32], keep: &[bool], map: &[u32]) -> Vec<u32> {
+/// The kept entries of a link column, pointing at new rows.
+fn retained<R: Copy, I: Copy>(
+    links: &[Option<I>],
+    keep: &[bool],
+    map: &[Option<R>],
+    index: impl Fn(I) -> usize,
+) -> Vec<Option<R>> {
     links
         .iter()
         .zip(keep)
         .filter(|(_, &k)| k)
-        .map(|(&l, _)| if l == NONE { NONE } else { map[l as usize] })
+        .map(|(&l, _)| l.and_then(|l| map[index(l)]))
         .collect()
 }
 
 /// Remaps parents, recomputes depths (a parent that was dropped makes its
 /// child top level) and the per-thread row offsets.
-fn renest(out: &mut Trace, op_map: &[u32], old_parent: &[u32], keep: &[bool]) {
-    let parents = retained(old_parent, keep, op_map);
+fn renest(out: &mut Trace, op_map: &[Option<OpRow>], old_parent: &[Option<OpRow>], keep: &[bool]) {
+    let parents = retained(old_parent, keep, op_map, OpRow::index);
     let ops = &mut out.cpu_ops;
     for (i, &p) in parents.iter().enumerate() {
         ops.parent[i] = p;
         // Parents precede children, so the parent's depth is already final.
-        ops.depth[i] = if p == NONE {
-            0
-        } else {
-            ops.depth[p as usize].saturating_add(1)
-        };
+        ops.depth[i] = p.map_or(0, |p| ops.depth[p.index()].saturating_add(1));
     }
     let mut start = vec![0u32; out.threads.len() + 1];
     for t in &ops.thread {

@@ -1,5 +1,6 @@
 //! Idle-time causes on hand-built timelines. Each test draws its CPU and GPU
-//! tracks, builds exactly that trace, and checks every segment in ns.
+//! tracks, builds exactly that trace with a [`Sketch`] (times in ns as
+//! drawn), and checks every segment in ns.
 
 use gapscope_analyzers::causes::Cause::{
     self, Dataloader, FrameworkOverhead, LaunchOverhead, Profiler, Sync, Untraced,
@@ -11,56 +12,11 @@ use gapscope_collectors::trace::*;
 /// `Cause::CpuOp`, renamed: the trace model has a `CpuOp` row type.
 const CPU: Cause = Cause::CpuOp;
 
-/// A trace under construction, with times used as given (origin 0).
-struct T {
-    b: TraceBuilder,
-    main: ThreadId,
-}
-
-impl T {
-    fn new() -> Self {
-        let mut b = TraceBuilder::new();
-        b.set_origin(0);
-        let main = b.thread(1, 1);
-        T { b, main }
-    }
-
-    fn op(&mut self, s: Ns, e: Ns, name: &str) -> &mut Self {
-        let kind = match name {
-            n if n.starts_with("ProfilerStep#") => CpuOpKind::ProfilerStep,
-            n if n.contains(".py(") => CpuOpKind::PythonFunction,
-            n if n.starts_with("aten::") => CpuOpKind::Operator,
-            // 2021 traces store record_function ranges as operators.
-            n if n.contains('#') => CpuOpKind::Operator,
-            _ => CpuOpKind::UserAnnotation,
-        };
-        let (main, n) = (self.main, self.b.intern(name));
-        self.b.push_cpu_op(CpuOp::new(main, s, e, n, kind));
-        self
-    }
-
-    fn call(&mut self, s: Ns, e: Ns, name: &str, corr: u64) -> &mut Self {
-        let (main, n) = (self.main, self.b.intern(name));
-        self.b.push_runtime(RuntimeCall::new(main, s, e, n, corr));
-        self
-    }
-
-    fn kernel(&mut self, stream: i64, s: Ns, e: Ns, corr: u64) -> &mut Self {
-        let n = self.b.intern("kernel");
-        self.b.push_gpu(GpuActivity::kernel(0, stream, s, e, n, corr));
-        self
-    }
-
-    fn finish(self) -> Trace {
-        self.b.finish()
-    }
-}
-
 /// `(start, end, cause, operator, annotation)` of every segment.
 type Row = (Ns, Ns, Cause, &'static str, &'static str);
 
 fn segments(t: &Trace, window: (Ns, Ns)) -> Vec<(Ns, Ns, Cause, String, String)> {
-    let name = |r: u32| t.op_name(r).unwrap_or("-").to_string();
+    let name = |r: Option<OpRow>| t.op_name(r).unwrap_or("-").to_string();
     idle_segments(t, 0, window)
         .iter()
         .map(|s| (s.start, s.end, s.cause, name(s.op), name(s.annotation)))
@@ -79,6 +35,7 @@ fn check(t: &Trace, window: (Ns, Ns), want: &[Row]) {
     assert_eq!(a.idle_ns, listed);
 }
 
+/// 2021-era traces store this `record_function` range as an operator.
 const DL: &str = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
 
 /// CPU work inside an operator, then the launch.
@@ -93,7 +50,7 @@ const DL: &str = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
 /// ```
 #[test]
 fn cpu_inside_an_operator_then_launch_overhead() {
-    let mut t = T::new();
+    let mut t = Sketch::new();
     t.op(0, 100, "ProfilerStep#1")
         .op(0, 8, "aten::a")
         .op(25, 45, "aten::b");
@@ -131,12 +88,12 @@ fn cpu_inside_an_operator_then_launch_overhead() {
 /// ```
 #[test]
 fn sync_drain_then_dataloader_then_python() {
-    let mut t = T::new();
+    let mut t = Sketch::new();
     t.op(0, 100, "ProfilerStep#1").op(0, 99, "train.py(12): train");
     t.op(0, 4, "aten::add").call(1, 3, "cudaLaunchKernel", 1);
     t.op(5, 35, "aten::item").op(6, 35, "aten::_local_scalar_dense");
     t.call(10, 35, "cudaStreamSynchronize", 0);
-    t.op(40, 75, DL).op(50, 70, "aten::stack");
+    t.op_as(40, 75, DL, CpuOpKind::Operator).op(50, 70, "aten::stack");
     t.op(80, 92, "aten::conv").call(85, 90, "cudaLaunchKernel", 2);
     t.kernel(7, 0, 25, 1).kernel(7, 90, 100, 2);
     let tr = t.finish();
@@ -186,7 +143,7 @@ fn sync_drain_then_dataloader_then_python() {
 /// ```
 #[test]
 fn another_busy_stream_means_not_idle() {
-    let mut t = T::new();
+    let mut t = Sketch::new();
     t.op(0, 60, "ProfilerStep#1").op(42, 48, "aten::c");
     t.call(0, 2, "cudaLaunchKernel", 1)
         .call(3, 5, "cudaLaunchKernel", 2);
@@ -216,7 +173,7 @@ fn another_busy_stream_means_not_idle() {
 /// ```
 #[test]
 fn queued_kernel_is_launch_overhead() {
-    let mut t = T::new();
+    let mut t = Sketch::new();
     t.op(4, 8, "aten::b").op(10, 50, "aten::busy_cpu");
     t.call(0, 2, "cudaLaunchKernel", 1)
         .call(5, 7, "cudaLaunchKernel", 2);
@@ -237,7 +194,7 @@ fn queued_kernel_is_launch_overhead() {
 /// ```
 #[test]
 fn cuda_graph_replay_is_one_launch() {
-    let mut t = T::new();
+    let mut t = Sketch::new();
     t.op(0, 4, "aten::graph_replay").call(0, 3, "cudaGraphLaunch", 5);
     t.kernel(7, 5, 10, 5).kernel(7, 12, 15, 5);
     let tr = t.finish();
@@ -263,8 +220,9 @@ fn cuda_graph_replay_is_one_launch() {
 /// ```
 #[test]
 fn window_edges_keep_their_cpu_cause() {
-    let mut t = T::new();
-    t.op(0, 90, "ProfilerStep#1").op(0, 15, DL);
+    let mut t = Sketch::new();
+    t.op(0, 90, "ProfilerStep#1")
+        .op_as(0, 15, DL, CpuOpKind::Operator);
     t.op(18, 21, "aten::conv").call(18, 20, "cudaLaunchKernel", 1);
     t.op(35, 60, "aten::item")
         .call(40, 60, "cudaStreamSynchronize", 0);
@@ -296,7 +254,7 @@ fn window_edges_keep_their_cpu_cause() {
 /// ```
 #[test]
 fn no_cpu_ranges_is_untraced() {
-    let mut t = T::new();
+    let mut t = Sketch::new();
     t.call(0, 2, "cudaLaunchKernel", 1)
         .call(25, 28, "cudaLaunchKernel", 2);
     t.kernel(7, 0, 20, 1).kernel(7, 30, 40, 2);
@@ -322,15 +280,19 @@ fn no_cpu_ranges_is_untraced() {
 /// ```
 #[test]
 fn profiler_overhead_wins() {
-    let mut t = T::new();
+    let mut t = Sketch::new();
     t.op(0, 60, "ProfilerStep#1");
     t.op(40, 45, "/x/site-packages/torch/profiler/profiler.py(1): step");
     t.call(0, 2, "cudaLaunchKernel", 1)
         .call(10, 35, "cudaStreamSynchronize", 0);
     t.call(45, 48, "cudaLaunchKernel", 2);
     t.kernel(7, 0, 15, 1).kernel(7, 50, 60, 2);
-    let mark = t.b.intern("CUDA profiling data flush overhead");
-    t.b.push_marker(Marker::new(MarkerKind::ProfilerOverhead, 20, 30, mark));
+    t.marker(
+        MarkerKind::ProfilerOverhead,
+        20,
+        30,
+        "CUDA profiling data flush overhead",
+    );
     let tr = t.finish();
     check(
         &tr,
@@ -359,7 +321,7 @@ fn profiler_overhead_wins() {
 #[test]
 fn steps_split_the_window_exactly() {
     use gapscope_analyzers::idle::by_cause_in;
-    let mut t = T::new();
+    let mut t = Sketch::new();
     t.call(0, 2, "cudaLaunchKernel", 1)
         .call(38, 40, "cudaLaunchKernel", 2);
     t.kernel(7, 0, 10, 1).kernel(7, 45, 60, 2);

@@ -1,8 +1,9 @@
 //! The breakdown, window selection, temporal block and launch statistics on
 //! small hand-drawn timelines with exact nanosecond expectations.
 //!
-//! Each test draws its timeline in its doc comment; one character is 10 ns
-//! unless the drawing says otherwise. Times are absolute (origin fixed at 0).
+//! Each test draws its timeline in its doc comment (one character is 10 ns
+//! unless the drawing says otherwise) and builds it with a [`Sketch`]; times
+//! are absolute (origin fixed at 0).
 
 use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
 use gapscope_analyzers::breakdown::{Breakdown, MemcpyByKind};
@@ -10,82 +11,6 @@ use gapscope_analyzers::launch_stats::{launches, LaunchOptions, LaunchStats};
 use gapscope_analyzers::temporal::{temporal, Temporal};
 use gapscope_analyzers::window::{select, steps, window, WindowOptions};
 use gapscope_collectors::trace::*;
-
-/// A TraceBuilder with one CPU thread and short-hands for each row kind.
-struct T {
-    b: TraceBuilder,
-    cpu: ThreadId,
-}
-
-impl T {
-    fn new() -> Self {
-        let mut b = TraceBuilder::new();
-        b.set_origin(0);
-        let cpu = b.thread(1, 1);
-        T { b, cpu }
-    }
-    fn step(&mut self, n: u64, start: Ns, end: Ns) -> &mut Self {
-        let name = self.b.intern(&format!("ProfilerStep#{n}"));
-        self.b
-            .push_cpu_op(CpuOp::new(self.cpu, start, end, name, CpuOpKind::ProfilerStep));
-        self
-    }
-    fn launch(&mut self, start: Ns, end: Ns, name: &str, corr: u64) -> &mut Self {
-        let name = self.b.intern(name);
-        self.b
-            .push_runtime(RuntimeCall::new(self.cpu, start, end, name, corr));
-        self
-    }
-    fn gpu(
-        &mut self,
-        kind: GpuKind,
-        dev: u32,
-        stream: i64,
-        (start, end): (Ns, Ns),
-        name: &str,
-        corr: u64,
-    ) -> &mut Self {
-        let name = self.b.intern(name);
-        self.b
-            .push_gpu(GpuActivity::new(kind, dev, stream, start, end, name, corr));
-        self
-    }
-    fn kernel(&mut self, stream: i64, start: Ns, end: Ns, corr: u64) -> &mut Self {
-        self.gpu(GpuKind::Kernel, 0, stream, (start, end), "gemm", corr)
-    }
-    fn nccl(&mut self, stream: i64, start: Ns, end: Ns) -> &mut Self {
-        self.gpu(
-            GpuKind::Kernel,
-            0,
-            stream,
-            (start, end),
-            "ncclKernel_AllReduce_RING_LL_Sum_float",
-            0,
-        )
-    }
-    fn memcpy(&mut self, stream: i64, start: Ns, end: Ns, kind: CopyKind) -> &mut Self {
-        let name = self.b.intern("Memcpy");
-        let mut row = GpuActivity::new(GpuKind::Memcpy, 0, stream, start, end, name, 0);
-        row.copy_kind = kind;
-        self.b.push_gpu(row);
-        self
-    }
-    fn memset(&mut self, stream: i64, start: Ns, end: Ns) -> &mut Self {
-        self.gpu(GpuKind::Memset, 0, stream, (start, end), "Memset (Device)", 0)
-    }
-    fn sync(&mut self, stream: i64, start: Ns, end: Ns) -> &mut Self {
-        self.gpu(GpuKind::Sync, 0, stream, (start, end), "Stream Sync", 0)
-    }
-    fn marker(&mut self, start: Ns) -> &mut Self {
-        let name = self.b.intern("tick");
-        self.b
-            .push_marker(Marker::new(MarkerKind::Instant, start, start, name));
-        self
-    }
-    fn finish(&mut self) -> Trace {
-        std::mem::take(&mut self.b).finish()
-    }
-}
 
 fn run(trace: &Trace, window: WindowOptions) -> Analysis {
     analyze(
@@ -137,7 +62,7 @@ fn assert_adds_up(b: &Breakdown) {
 /// ```
 #[test]
 fn overlapping_streams_count_once() {
-    let tr = T::new()
+    let tr = Sketch::new()
         .step(1, 0, 300)
         .kernel(7, 50, 150, 0)
         .kernel(8, 90, 190, 0)
@@ -160,11 +85,11 @@ fn overlapping_streams_count_once() {
 /// ```
 #[test]
 fn memcpy_under_a_kernel_counts_as_compute() {
-    let tr = T::new()
+    let tr = Sketch::new()
         .step(1, 0, 200)
         .kernel(7, 20, 120, 0)
-        .memcpy(13, 80, 160, CopyKind::HtoD)
-        .memcpy(14, 140, 180, CopyKind::DtoH)
+        .copy(13, 80, 160, 0, CopyKind::HtoD)
+        .copy(14, 140, 180, 0, CopyKind::DtoH)
         .finish();
     let b = all(&tr).devices[0].breakdown;
     assert_adds_up(&b);
@@ -192,7 +117,7 @@ fn memcpy_under_a_kernel_counts_as_compute() {
 /// ```
 #[test]
 fn nccl_overlapping_compute_is_compute_first() {
-    let tr = T::new()
+    let tr = Sketch::new()
         .step(1, 0, 200)
         .kernel(7, 0, 100, 0)
         .nccl(20, 50, 180)
@@ -221,10 +146,10 @@ fn nccl_overlapping_compute_is_compute_first() {
 /// ```
 #[test]
 fn memset_is_last_before_idle() {
-    let tr = T::new()
+    let tr = Sketch::new()
         .step(1, 0, 100)
         .memset(7, 20, 60)
-        .memcpy(7, 70, 90, CopyKind::DtoD)
+        .copy(7, 70, 90, 0, CopyKind::DtoD)
         .memset(8, 40, 80)
         .finish();
     let b = all(&tr).devices[0].breakdown;
@@ -246,11 +171,11 @@ fn memset_is_last_before_idle() {
 /// ```
 #[test]
 fn gaps_at_the_window_edges_are_idle() {
-    let tr = T::new()
-        .launch(100, 120, "cudaLaunchKernel", 5)
+    let tr = Sketch::new()
+        .call(100, 120, "cudaLaunchKernel", 5)
         .kernel(7, 0, 30, 0)
         .kernel(7, 150, 210, 5)
-        .marker(290)
+        .marker(MarkerKind::Instant, 290, 290, "tick")
         .finish();
     let a = all(&tr);
     assert_eq!(a.window.basis, "trace");
@@ -277,9 +202,11 @@ fn gaps_at_the_window_edges_are_idle() {
 /// ```
 #[test]
 fn sync_records_are_never_busy() {
-    let mut t = T::new();
-    t.step(1, 0, 100).kernel(7, 20, 50, 0).sync(7, 60, 150);
-    t.gpu(GpuKind::Sync, 1, 3, (10, 90), "Context Sync", 0);
+    let mut t = Sketch::new();
+    t.step(1, 0, 100)
+        .kernel(7, 20, 50, 0)
+        .sync_record("Stream Sync", 7, 60, 150, 0);
+    t.on_device(1).sync_record("Context Sync", 3, 10, 90, 0);
     let tr = t.finish();
     let a = all(&tr);
     assert_eq!(a.devices.len(), 1);
@@ -299,7 +226,7 @@ fn sync_records_are_never_busy() {
 /// ```
 #[test]
 fn per_step_split() {
-    let tr = T::new()
+    let tr = Sketch::new()
         .step(4, 0, 100)
         .step(5, 110, 210)
         .step(6, 220, 300)
@@ -340,14 +267,14 @@ fn per_step_split() {
 /// ```
 #[test]
 fn exclude_last_step_drops_its_cpu_rows_and_their_gpu_work() {
-    let tr = T::new()
+    let tr = Sketch::new()
         .step(1, 0, 100)
         .step(2, 100, 200)
         .step(3, 210, 300)
-        .launch(20, 30, "cudaLaunchKernel", 1)
-        .launch(120, 130, "cudaLaunchKernel", 2)
-        .launch(180, 185, "cudaLaunchKernel", 3)
-        .launch(240, 245, "cudaLaunchKernel", 4)
+        .call(20, 30, "cudaLaunchKernel", 1)
+        .call(120, 130, "cudaLaunchKernel", 2)
+        .call(180, 185, "cudaLaunchKernel", 3)
+        .call(240, 245, "cudaLaunchKernel", 4)
         .kernel(7, 50, 70, 1)
         .kernel(7, 140, 160, 2)
         .kernel(7, 190, 260, 3)
@@ -362,7 +289,8 @@ fn exclude_last_step_drops_its_cpu_rows_and_their_gpu_work() {
     assert_eq!(sel.runtime.len(), 3);
     assert_eq!(sel.gpu.len(), 3);
     assert_eq!(sel.cpu_ops.len(), 2);
-    assert_eq!(sel.links.gpu_launch, vec![0, 1, 2]);
+    let call = |i| Some(CallRow::new(i));
+    assert_eq!(sel.links.gpu_launch, vec![call(0), call(1), call(2)]);
     assert_eq!(sel.links.runtime_gpu_count, vec![1, 1, 1]);
     assert_eq!(window(&sel).span, (0, 200));
 
@@ -382,7 +310,7 @@ fn exclude_last_step_drops_its_cpu_rows_and_their_gpu_work() {
     assert_eq!(a.devices[0].launch_stats.count, 3);
 
     // With a single step nothing is dropped, orphans included.
-    let one = T::new().step(1, 0, 100).kernel(8, 60, 90, 0).finish();
+    let one = Sketch::new().step(1, 0, 100).kernel(8, 60, 90, 0).finish();
     assert_eq!(select(&one, &opts).gpu.len(), 1);
 }
 
@@ -402,7 +330,7 @@ fn exclude_last_step_drops_its_cpu_rows_and_their_gpu_work() {
 /// ```
 #[test]
 fn steps_a_to_b_select_their_rows() {
-    let mut t = T::new();
+    let mut t = Sketch::new();
     t.step(1, 50, 100).step(2, 150, 200).step(3, 250, 310);
     for (c, ls, ks, ke) in [
         (1, 0, 30, 45),
@@ -410,7 +338,7 @@ fn steps_a_to_b_select_their_rows() {
         (3, 210, 215, 240),
         (4, 320, 330, 340),
     ] {
-        t.launch(ls, ls + 5, "cudaLaunchKernel", c).kernel(7, ks, ke, c);
+        t.call(ls, ls + 5, "cudaLaunchKernel", c).kernel(7, ks, ke, c);
     }
     let tr = t.finish();
     let pick = |a, b| WindowOptions {
@@ -458,9 +386,9 @@ fn steps_a_to_b_select_their_rows() {
 /// ```
 #[test]
 fn a_graph_launch_counts_once() {
-    let tr = T::new()
-        .launch(0, 60, "cudaGraphLaunch", 9)
-        .launch(70, 80, "cudaLaunchKernel", 3)
+    let tr = Sketch::new()
+        .call(0, 60, "cudaGraphLaunch", 9)
+        .call(70, 80, "cudaLaunchKernel", 3)
         .kernel(7, 70, 90, 9)
         .kernel(7, 100, 120, 9)
         .kernel(7, 130, 140, 9)
@@ -482,13 +410,13 @@ fn a_graph_launch_counts_once() {
 #[test]
 fn any_api_that_launches_counts_and_cutoffs_apply() {
     const US: Ns = 1_000;
-    let tr = T::new()
-        .launch(0, 40 * US, "cuLaunchKernel", 1)
+    let tr = Sketch::new()
+        .call(0, 40 * US, "cuLaunchKernel", 1)
         .kernel(7, 240 * US, 241 * US, 1)
-        .launch(300 * US, 360 * US, "hipLaunchKernel", 2)
+        .call(300 * US, 360 * US, "hipLaunchKernel", 2)
         .kernel(7, 360 * US, 362 * US, 2)
-        .launch(400 * US, 500 * US, "cudaStreamSynchronize", 3)
-        .gpu(GpuKind::Sync, 0, 7, (400 * US, 500 * US), "Stream Sync", 3)
+        .call(400 * US, 500 * US, "cudaStreamSynchronize", 3)
+        .sync_record("Stream Sync", 7, 400 * US, 500 * US, 3)
         .finish();
     let s = LaunchStats::of(&launches(&tr), &LaunchOptions::default());
     assert_eq!(s.count, 2);
@@ -506,17 +434,11 @@ fn any_api_that_launches_counts_and_cutoffs_apply() {
 /// ```
 #[test]
 fn devices_are_reported_separately_and_named() {
-    let mut t = T::new();
+    let mut t = Sketch::new();
     t.kernel(7, 0, 10, 0);
-    t.gpu(GpuKind::Kernel, 2, 1, (5, 40), "gemm", 0);
-    let name = t.b.intern("NVIDIA H100");
-    t.b.device(Device {
-        id: 2,
-        name,
-        sm_count: 132,
-        memory_bytes: 0,
-        compute_capability: (9, 0),
-    });
+    t.on_device(2)
+        .named_kernel("gemm", 1, 5, 40, 0)
+        .device("NVIDIA H100", 132);
     let tr = t.finish();
     let a = all(&tr);
     let d: Vec<(u32, &str, Ns, Ns)> = a
@@ -538,7 +460,10 @@ fn devices_are_reported_separately_and_named() {
 
 #[test]
 fn a_cpu_only_trace_has_no_devices_and_round_trips_as_json() {
-    let tr = T::new().step(1, 0, 100).launch(10, 20, "cudaMalloc", 0).finish();
+    let tr = Sketch::new()
+        .step(1, 0, 100)
+        .call(10, 20, "cudaMalloc", 0)
+        .finish();
     let a = all(&tr);
     assert!(a.devices.is_empty());
     assert_eq!(a.steps.len(), 1);

@@ -1,122 +1,23 @@
 //! Every detector on hand-built timelines: one drawn trace that must
 //! trigger it and a near miss that must not. Times in the drawings are µs
-//! (the thresholds are µs-scale); the builder multiplies by 1000.
+//! (the thresholds are µs-scale): each trace is a `Sketch::in_units(US)`.
 
 use gapscope_analyzers::detectors::{detect, Finding};
 use gapscope_analyzers::window::window;
 use gapscope_collectors::trace::*;
 
-struct T {
-    b: TraceBuilder,
-    main: ThreadId,
-}
-
+/// One µs of the drawings, in ns.
 const US: Ns = 1000;
 
-impl T {
-    fn new() -> Self {
-        let mut b = TraceBuilder::new();
-        b.set_origin(0);
-        let main = b.thread(1, 1);
-        T { b, main }
-    }
-
-    fn op(&mut self, s: Ns, e: Ns, name: &str) -> &mut Self {
-        let kind = match name {
-            n if n.starts_with("ProfilerStep#") => CpuOpKind::ProfilerStep,
-            n if n.contains(".py(") => CpuOpKind::PythonFunction,
-            n if n.starts_with("aten::") => CpuOpKind::Operator,
-            _ => CpuOpKind::UserAnnotation,
-        };
-        let (main, n) = (self.main, self.b.intern(name));
-        self.b.push_cpu_op(CpuOp::new(main, s * US, e * US, n, kind));
-        self
-    }
-
-    fn call(&mut self, s: Ns, e: Ns, name: &str, corr: u64) -> &mut Self {
-        let (main, n) = (self.main, self.b.intern(name));
-        self.b
-            .push_runtime(RuntimeCall::new(main, s * US, e * US, n, corr));
-        self
-    }
-
-    fn kernel(&mut self, stream: i64, s: Ns, e: Ns, corr: u64) -> &mut Self {
-        let n = self.b.intern("kernel");
-        self.b
-            .push_gpu(GpuActivity::kernel(0, stream, s * US, e * US, n, corr));
-        self
-    }
-
-    fn grid_kernel(&mut self, s: Ns, e: Ns, corr: u64, blocks: u32) -> &mut Self {
-        let n = self.b.intern("small_grid_kernel");
-        let mut k = GpuActivity::kernel(0, 7, s * US, e * US, n, corr);
-        k.grid = [blocks, 1, 1];
-        self.b.push_gpu(k);
-        self
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn copy(
-        &mut self,
-        s: Ns,
-        e: Ns,
-        corr: u64,
-        kind: CopyKind,
-        src: MemKind,
-        dst: MemKind,
-        bytes: u64,
-    ) -> &mut Self {
-        let n = self.b.intern("Memcpy");
-        let mut c = GpuActivity::new(GpuKind::Memcpy, 0, 7, s * US, e * US, n, corr);
-        (c.copy_kind, c.src_mem, c.dst_mem, c.bytes) = (kind, src, dst, bytes);
-        self.b.push_gpu(c);
-        self
-    }
-
-    fn named_kernel(&mut self, name: &str, stream: i64, s: Ns, e: Ns, corr: u64) -> &mut Self {
-        let n = self.b.intern(name);
-        self.b
-            .push_gpu(GpuActivity::kernel(0, stream, s * US, e * US, n, corr));
-        self
-    }
-
-    /// A Kineto `cuda_sync` record (`Stream Wait Event`, `Event Sync`).
-    fn sync_record(&mut self, name: &str, stream: i64, s: Ns, e: Ns, corr: u64) -> &mut Self {
-        let n = self.b.intern(name);
-        self.b.push_gpu(GpuActivity::new(
-            GpuKind::Sync,
-            0,
-            stream,
-            s * US,
-            e * US,
-            n,
-            corr,
-        ));
-        self
-    }
-
-    fn sms(&mut self, n: u32) -> &mut Self {
-        let name = self.b.intern("GPU");
-        self.b.device(Device {
-            id: 0,
-            name,
-            sm_count: n,
-            memory_bytes: 0,
-            compute_capability: (9, 0),
-        });
-        self
-    }
-
-    fn profiler_marker(&mut self, s: Ns, e: Ns) -> &mut Self {
-        let n = self.b.intern("CUPTI buffer flush");
-        self.b
-            .push_marker(Marker::new(MarkerKind::ProfilerOverhead, s * US, e * US, n));
-        self
-    }
-
+/// The detectors' view of a drawn timeline.
+trait Findings {
     /// Runs the detectors and checks the invariants every finding keeps.
-    fn findings(self) -> Vec<Finding> {
-        let t = self.b.finish();
+    fn findings(&mut self) -> Vec<Finding>;
+}
+
+impl Findings for Sketch {
+    fn findings(&mut self) -> Vec<Finding> {
+        let t = self.finish();
         let w = window(&t);
         let f = detect(&t, &w);
         let idle: Ns = gapscope_analyzers::idle::attribute(&t, 0, w.span).idle_ns;
@@ -156,7 +57,7 @@ fn find<'a>(f: &'a [Finding], id: &str) -> Option<&'a Finding> {
 /// idle             [cpu_op....................][launch]
 /// ```
 fn cpu_bound(cpu_us: Ns) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(10, 10 + cpu_us, "aten::nonzero");
     let l = 10 + cpu_us;
@@ -192,7 +93,7 @@ fn d2_near_miss_below_the_noise_floor() {
 /// idle              [fw][launch..]
 /// ```
 fn small_kernels(n: i64) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     let end = 10 + 8 * n + 10;
     t.op(0, end, "ProfilerStep#1").op(1, end - 1, "nn.Module: Block");
     for i in 0..n {
@@ -229,7 +130,7 @@ fn d3_near_miss_short_run() {
 /// stream 7                 [f]                [f]
 /// ```
 fn zero_grad(n: i64) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     let end = 10 + 6 * n + 10;
     t.op(0, end, "ProfilerStep#1")
         .call(0, 1, "cudaLaunchKernel", 1000);
@@ -273,7 +174,7 @@ fn d4_near_miss_few_parameters() {
 ///                                         [L2]
 /// ```
 fn item_read(ret_us: Ns) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(10, ret_us, "aten::item")
         .op(10, ret_us, "aten::_local_scalar_dense");
@@ -281,7 +182,8 @@ fn item_read(ret_us: Ns) -> Vec<Finding> {
         .call(14, ret_us, "cudaStreamSynchronize", 0);
     t.call(62, 64, "cudaLaunchKernel", 3);
     t.kernel(7, 0, 50, 1)
-        .copy(50, 51, 2, CopyKind::DtoH, MemKind::Device, MemKind::Pinned, 8)
+        .copy(7, 50, 51, 2, CopyKind::DtoH)
+        .memory(MemKind::Device, MemKind::Pinned, 8)
         .kernel(7, 66, 80, 3);
     t.findings()
 }
@@ -309,7 +211,7 @@ fn d5_near_miss_short_drain() {
 /// idle                          [sync][fw..][launch]
 /// ```
 fn device_sync(ret_us: Ns) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(5, ret_us, "train.py(7): step")
         .call(5, ret_us, "cudaDeviceSynchronize", 0);
@@ -345,7 +247,7 @@ fn d6_near_miss_short_drain() {
 ///                                     [L2]
 /// ```
 fn host_copy(bytes: u64, sync: bool) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(10, 60, "aten::to").call(11, 13, "cudaMemcpyAsync", 2);
     if sync {
@@ -353,15 +255,8 @@ fn host_copy(bytes: u64, sync: bool) -> Vec<Finding> {
     }
     t.call(62, 64, "cudaLaunchKernel", 3);
     t.kernel(7, 0, 30, 1)
-        .copy(
-            30,
-            31,
-            2,
-            CopyKind::HtoD,
-            MemKind::Pageable,
-            MemKind::Device,
-            bytes,
-        )
+        .copy(7, 30, 31, 2, CopyKind::HtoD)
+        .memory(MemKind::Pageable, MemKind::Device, bytes)
         .kernel(7, 66, 80, 3);
     t.findings()
 }
@@ -399,12 +294,13 @@ fn d9_near_miss_without_sync() {
 /// thread 1    [L1]   [cudaMemcpyAsync.....][L2]
 /// ```
 fn big_copy(src: MemKind) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     t.op(0, 60, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(10, 42, "aten::copy_").call(10, 40, "cudaMemcpyAsync", 2);
     t.call(41, 42, "cudaLaunchKernel", 3);
     t.kernel(7, 0, 10, 1)
-        .copy(40, 45, 2, CopyKind::HtoD, src, MemKind::Device, 4 << 20)
+        .copy(7, 40, 45, 2, CopyKind::HtoD)
+        .memory(src, MemKind::Device, 4 << 20)
         .kernel(7, 45, 50, 3);
     t.findings()
 }
@@ -435,7 +331,7 @@ fn d8_near_miss_pinned() {
 /// thread 1  [L][L][L][StreamSync...]          [L][L][L][StreamSync...]
 /// ```
 fn ping_pong(trips: i64) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     let end = 70 * trips + 10;
     t.op(0, end, "ProfilerStep#1").op(0, end, "offload_hook");
     for i in 0..trips {
@@ -445,25 +341,11 @@ fn ping_pong(trips: i64) -> Vec<Finding> {
             .call(a + 2, a + 3, "cudaLaunchKernel", c + 2)
             .call(a + 4, a + 5, "cudaMemcpyAsync", c + 3)
             .call(a + 6, a + 52, "cudaStreamSynchronize", 0);
-        t.copy(
-            a + 1,
-            a + 21,
-            c + 1,
-            CopyKind::HtoD,
-            MemKind::Pinned,
-            MemKind::Device,
-            2 << 20,
-        )
-        .kernel(7, a + 21, a + 31, c + 2)
-        .copy(
-            a + 31,
-            a + 51,
-            c + 3,
-            CopyKind::DtoH,
-            MemKind::Device,
-            MemKind::Pinned,
-            2 << 20,
-        );
+        t.copy(7, a + 1, a + 21, c + 1, CopyKind::HtoD)
+            .memory(MemKind::Pinned, MemKind::Device, 2 << 20)
+            .kernel(7, a + 21, a + 31, c + 2)
+            .copy(7, a + 31, a + 51, c + 3, CopyKind::DtoH)
+            .memory(MemKind::Device, MemKind::Pinned, 2 << 20);
     }
     t.findings()
 }
@@ -492,7 +374,7 @@ fn d10_near_miss_one_round_trip() {
 /// thread 1    [L1]  [DataLoader#__next__.][L2]
 /// ```
 fn dataloader(d: Ns) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(
         10,
@@ -521,11 +403,14 @@ fn d11_near_miss_under_five_percent() {
 
 /// D12: kernels with `blocks` blocks on an 80-SM GPU.
 fn grids(blocks: u32) -> Vec<Finding> {
-    let mut t = T::new();
-    t.sms(80).op(0, 50, "ProfilerStep#1");
+    let mut t = Sketch::in_units(US);
+    t.device("GPU", 80).op(0, 50, "ProfilerStep#1");
     t.call(0, 1, "cudaLaunchKernel", 1)
         .call(2, 3, "cudaLaunchKernel", 2);
-    t.grid_kernel(5, 20, 1, blocks).grid_kernel(20, 45, 2, blocks);
+    t.named_kernel("small_grid_kernel", 7, 5, 20, 1)
+        .grid([blocks, 1, 1])
+        .named_kernel("small_grid_kernel", 7, 20, 45, 2)
+        .grid([blocks, 1, 1]);
     t.findings()
 }
 
@@ -567,7 +452,7 @@ enum WaitBy {
 ///                                        ^ ready 15
 /// ```
 fn stream_wait(producer: &str, p: Ns, slack: Ns, by: WaitBy, consumer_launch: Ns) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     let c = p + slack;
     t.op(0, c + 20, "ProfilerStep#1");
     t.call(0, 1, "cudaLaunchKernel", 1)
@@ -680,7 +565,7 @@ fn d13_near_miss_host_event_sync_is_not_a_stream_wait() {
 ///                   [cudaMalloc......]  [L2]
 /// ```
 fn malloc(api: &str, m: Ns) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     t.op(0, 80, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(10, 12 + m, "aten::empty").call(10, 10 + m, api, 0);
     t.call(10 + m, 12 + m, "cudaLaunchKernel", 2);
@@ -726,7 +611,7 @@ fn d14_near_miss_quick_malloc() {
 /// idle                                   [fw][slow_runtime_calls..][lo]
 /// ```
 fn launches(usual: Ns, slow: Ns) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     let mut at = 0;
     for i in 0..10 {
         t.call(at, at + usual, "cudaLaunchKernel", 1 + i)
@@ -780,7 +665,7 @@ fn d14_near_miss_under_the_floor() {
 /// idle             [fw][launch_delay_outliers]
 /// ```
 fn queued(d: Ns, busy: bool) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     t.op(0, 14 + d + 20, "ProfilerStep#1")
         .call(0, 2, "cudaLaunchKernel", 1)
         .op(12, 14, "aten::relu")
@@ -832,10 +717,10 @@ fn d14_near_miss_queued_behind_busy_work() {
 /// thread 1    [L1]                 [L2]
 /// ```
 fn profiler(marker: (Ns, Ns)) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     t.op(0, 60, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.call(40, 42, "cudaLaunchKernel", 2)
-        .profiler_marker(marker.0, marker.1);
+        .profiler_overhead(marker.0, marker.1);
     t.kernel(7, 0, 10, 1).kernel(7, 50, 60, 2);
     t.findings()
 }
@@ -863,7 +748,7 @@ fn d16_near_miss_marker_while_busy() {
 /// idle                                          [5]  [45 ..........]
 /// ```
 fn cut_short(last: i64) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     let mut corr = 0;
     for (step, (b, e, n)) in [(0, 100, 4), (100, 200, 4), (200, 260, last)]
         .into_iter()
@@ -929,7 +814,7 @@ fn d16_near_miss_complete_last_step() {
 ///                  [cpu_bound_range `features`.......]
 /// ```
 fn cpu_bound_range(launch_between: bool) -> Vec<Finding> {
-    let mut t = T::new();
+    let mut t = Sketch::in_units(US);
     t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(10, 70, "features");
     t.op(10, 40, "aten::sort");

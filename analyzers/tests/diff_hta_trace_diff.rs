@@ -21,7 +21,7 @@ use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
 use gapscope_analyzers::diff::ops::{self, Change, ChangeCounts, OpCategory, OpTotals};
 use gapscope_analyzers::window::WindowOptions;
 use gapscope_collectors::kineto::{import_file, ImportOptions};
-use gapscope_collectors::trace::{Trace, NONE};
+use gapscope_collectors::trace::Trace;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -68,7 +68,7 @@ fn unlaunched(s: &Step1009) -> BTreeMap<String, u64> {
     let (t, w) = (&s.trace, s.window);
     let mut out = BTreeMap::new();
     for i in 0..t.gpu.len() {
-        if t.links.gpu_launch[i] == NONE && t.gpu.start[i] >= w.0 && t.gpu.start[i] < w.1 {
+        if t.links.gpu_launch[i].is_none() && t.gpu.start[i] >= w.0 && t.gpu.start[i] < w.1 {
             *out.entry(t.strings.get(t.gpu.name[i]).to_string()).or_insert(0) += 1;
         }
     }

@@ -148,7 +148,7 @@ const HTA_LAUNCH_NAMES: [&str; 4] = [
 ];
 
 fn call_name<'t>(trace: &'t Trace, l: &Launch) -> &'t str {
-    trace.strings.get(trace.runtime.name[l.runtime_row as usize])
+    trace.strings.get(trace.runtime.name[l.runtime_row.index()])
 }
 
 /// Our launches in the HTA selection, split into those HTA's name list
@@ -177,7 +177,7 @@ fn assert_launches(name: &str, dir: &str, tol_ns: f64) -> usize {
     let hta = hta_launches(dir);
     assert_eq!(ours.len(), hta.len(), "{name}: launch count");
     for l in &ours {
-        let corr = sel.runtime.correlation[l.runtime_row as usize];
+        let corr = sel.runtime.correlation[l.runtime_row.index()];
         let h = hta
             .get(&corr)
             .unwrap_or_else(|| panic!("{name}: correlation {corr} not in HTA"));

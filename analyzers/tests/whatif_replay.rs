@@ -28,13 +28,13 @@ fn replay_without_edit_reproduces_every_shared_trace_exactly() {
             let o = r.run(&Edit::default());
             let g = &t.gpu;
             for i in 0..g.len() {
-                if let Some(span) = o.gpu_span(i as u32) {
+                if let Some(span) = o.gpu_span(GpuRow::new(i)) {
                     assert_eq!(span, (g.start[i], g.end[i]), "{} gpu row {i}", path.display());
                 }
             }
             let rt = &t.runtime;
             for i in 0..rt.len() {
-                if let Some(span) = o.call_span(i as u32) {
+                if let Some(span) = o.call_span(CallRow::new(i)) {
                     assert_eq!(span, (rt.start[i], rt.end[i]), "{} call {i}", path.display());
                 }
             }
@@ -66,33 +66,27 @@ fn replay_without_edit_reproduces_every_shared_trace_exactly() {
 /// 30 ns gap, no more, no less.
 #[test]
 fn removing_a_sync_drain_moves_the_following_work_by_the_gap() {
-    let mut b = TraceBuilder::new();
-    b.set_origin(0);
-    let th = b.thread(1, 1);
-    let launch = b.intern("cudaLaunchKernel");
-    let sync = b.intern("cudaStreamSynchronize");
-    let k = b.intern("kernel");
-    let step = b.intern("ProfilerStep#1");
-    b.push_cpu_op(CpuOp::new(th, 0, 180, step, CpuOpKind::ProfilerStep));
-    b.push_runtime(RuntimeCall::new(th, 0, 5, launch, 1));
-    b.push_runtime(RuntimeCall::new(th, 10, 105, sync, 0));
-    b.push_runtime(RuntimeCall::new(th, 120, 125, launch, 2));
-    b.push_gpu(GpuActivity::kernel(0, 7, 0, 100, k, 1));
-    b.push_gpu(GpuActivity::kernel(0, 7, 130, 180, k, 2));
-    let t = b.finish();
+    let t = Sketch::new()
+        .step(1, 0, 180)
+        .call(0, 5, "cudaLaunchKernel", 1)
+        .call(10, 105, "cudaStreamSynchronize", 0)
+        .call(120, 125, "cudaLaunchKernel", 2)
+        .kernel(7, 0, 100, 1)
+        .kernel(7, 130, 180, 2)
+        .finish();
     let ev = DeviceEvidence::new(&t, 0);
     assert_eq!(ev.blocking.len(), 1);
     let r = Replay::new(&t, 0, (0, 180), &ev);
     assert_eq!(r.baseline(), 180);
     let edit = Edit {
-        no_wait: vec![1],
+        no_wait: vec![CallRow::new(1)],
         ..Edit::default()
     };
     let o = r.run(&edit);
-    assert_eq!(o.call_span(1), Some((10, 15)));
-    assert_eq!(o.call_span(2), Some((30, 35)));
-    assert_eq!(o.gpu_span(0), Some((0, 100)));
-    assert_eq!(o.gpu_span(1), Some((100, 150)));
+    assert_eq!(o.call_span(CallRow::new(1)), Some((10, 15)));
+    assert_eq!(o.call_span(CallRow::new(2)), Some((30, 35)));
+    assert_eq!(o.gpu_span(GpuRow::new(0)), Some((0, 100)));
+    assert_eq!(o.gpu_span(GpuRow::new(1)), Some((100, 150)));
     assert_eq!(r.savings(&edit), 30);
 }
 
@@ -109,16 +103,14 @@ fn removing_a_sync_drain_moves_the_following_work_by_the_gap() {
 /// ```
 #[test]
 fn removing_cpu_time_moves_a_waiting_launch() {
-    let mut b = TraceBuilder::new();
-    b.set_origin(0);
-    let th = b.thread(1, 1);
-    let launch = b.intern("cudaLaunchKernel");
-    let k = b.intern("kernel");
-    b.push_runtime(RuntimeCall::new(th, 0, 5, launch, 1));
-    b.push_runtime(RuntimeCall::new(th, 50, 55, launch, 2));
-    b.push_gpu(GpuActivity::kernel(0, 7, 0, 20, k, 1));
-    b.push_gpu(GpuActivity::kernel(0, 7, 55, 75, k, 2));
-    let t = b.finish();
+    let mut sketch = Sketch::new();
+    let th = sketch.thread();
+    let t = sketch
+        .call(0, 5, "cudaLaunchKernel", 1)
+        .call(50, 55, "cudaLaunchKernel", 2)
+        .kernel(7, 0, 20, 1)
+        .kernel(7, 55, 75, 2)
+        .finish();
     let ev = DeviceEvidence::new(&t, 0);
     let r = Replay::new(&t, 0, (0, 75), &ev);
     let edit = Edit {
@@ -126,7 +118,7 @@ fn removing_cpu_time_moves_a_waiting_launch() {
         ..Edit::default()
     };
     let o = r.run(&edit);
-    assert_eq!(o.call_span(1), Some((30, 35)));
-    assert_eq!(o.gpu_span(1), Some((35, 55)));
+    assert_eq!(o.call_span(CallRow::new(1)), Some((30, 35)));
+    assert_eq!(o.gpu_span(GpuRow::new(1)), Some((35, 55)));
     assert_eq!(r.savings(&edit), 20);
 }

@@ -26,6 +26,7 @@
 use gapscope_collectors::capture;
 use gapscope_collectors::cupti::decode::{decode_record, Decoder, Layouts, MapResolver, RecordIter};
 use gapscope_collectors::kineto::{import_bytes_partial, ImportOptions, ReadLimits};
+use gapscope_collectors::trace::OpRow;
 use std::io::{Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -451,12 +452,13 @@ fn run_capture(input: &[u8]) {
     CAPTURE_READ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // What the analyzers rely on: every parent chain ends, every link is a
     // row. And a trace that reads writes and reads back the same.
-    for op in 0..t.cpu_ops.len() as u32 {
-        assert!(t.ancestors(op).count() <= t.cpu_ops.len());
+    for op in 0..t.cpu_ops.len() {
+        assert!(t.ancestors(Some(OpRow::new(op))).count() <= t.cpu_ops.len());
     }
-    let is_row = |l: u32, n: usize| l == u32::MAX || (l as usize) < n;
-    assert!(t.links.gpu_launch.iter().all(|&l| is_row(l, t.runtime.len())));
-    assert!(t.links.runtime_op.iter().all(|&l| is_row(l, t.cpu_ops.len())));
+    let n_calls = t.runtime.len();
+    assert!(t.links.gpu_launch.iter().flatten().all(|l| l.index() < n_calls));
+    let n_ops = t.cpu_ops.len();
+    assert!(t.links.runtime_op.iter().flatten().all(|l| l.index() < n_ops));
     let mut out = Vec::new();
     capture::write(&t, &mut out).expect("a trace that was read writes");
     let back = capture::read_bytes(&out, "fuzz").expect("a written capture reads");

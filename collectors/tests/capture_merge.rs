@@ -83,9 +83,8 @@ fn two_processes_with_colliding_ids_merge_by_absolute_time() {
     // Each kernel links to the launch of its own process, and that launch
     // to its own process's operator.
     for i in 0..m.gpu.len() {
-        let call = m.links.gpu_launch[i];
-        assert_ne!(call, NONE, "kernel {i} lost its launch");
-        let call = call as usize;
+        let call = m.links.gpu_launch[i].unwrap_or_else(|| panic!("kernel {i} lost its launch"));
+        let call = call.index();
         let thread = m.runtime.thread[call].0 as usize;
         let pid = m.threads.pid[thread];
         let (kernel, op) = if pid == 100 {
@@ -130,7 +129,7 @@ fn merging_parts_read_from_files_keeps_each_process_apart() {
         .find(|&i| name(&m, m.gpu.name[i]) == "gemm")
         .unwrap();
     assert_eq!((m.gpu.start[gemm], m.gpu.end[gemm]), (1_030, 1_060));
-    assert!(m.links.gpu_launch.iter().all(|&l| l != NONE));
+    assert!(m.links.gpu_launch.iter().all(Option::is_some));
 }
 
 #[test]

@@ -216,7 +216,8 @@ fn every_field() -> Trace {
 #[test]
 fn every_field_of_a_hand_built_trace_round_trips() {
     let t = every_field();
-    assert_eq!(t.links.gpu_launch, vec![1, 0, NONE]);
+    let call = |i| Some(CallRow::new(i));
+    assert_eq!(t.links.gpu_launch, vec![call(1), call(0), None]);
     assert_eq!(t.devices.len(), 2);
     round_trip("hand-built", &t);
 }

@@ -13,7 +13,7 @@ use gapscope_collectors::cupti::decode::{
     decode_record, DecodeError, Decoder, Layouts, MapResolver, Record, RecordIter, WalkError, CUPTI_12_9,
     CUPTI_13_0,
 };
-use gapscope_collectors::trace::{Trace, NONE};
+use gapscope_collectors::trace::{CallRow, OpRow, Trace};
 
 fn layouts(v: Ver) -> Layouts {
     Layouts::for_api_version(v.api).unwrap()
@@ -150,13 +150,13 @@ fn check_sample(v: Ver) {
     );
 
     // Links: the kernel to its launch, the launch to the NVTX range.
-    let gemm_launch = t.links.gpu_launch[0];
+    let gemm_launch = t.links.gpu_launch[0].expect("the kernel's launch");
     assert_eq!(
-        t.strings.get(t.runtime.name[gemm_launch as usize]),
+        t.strings.get(t.runtime.name[gemm_launch.index()]),
         "cudaLaunchKernel"
     );
-    assert_eq!(t.links.runtime_op[gemm_launch as usize], 0);
-    assert_eq!(t.links.gpu_launch[5], NONE, "the peer copy has no API record");
+    assert_eq!(t.links.runtime_op[gemm_launch.index()], Some(OpRow::new(0)));
+    assert_eq!(t.links.gpu_launch[5], None, "the peer copy has no API record");
 
     let by_kind: Vec<(&str, u64)> = stats.records.iter().map(|(k, n)| (*k, *n)).collect();
     assert_eq!(
@@ -309,7 +309,8 @@ fn records_split_across_buffers_are_joined_at_finish() {
     assert_eq!(kernels.len(), 2);
     for &k in &kernels {
         assert_eq!(
-            t.links.gpu_launch[k], 0,
+            t.links.gpu_launch[k],
+            Some(CallRow::new(0)),
             "both graph kernels link to the one launch"
         );
         assert_eq!(t.gpu.external_id[k], 31, "CUSTOM0 wins over CUSTOM1");
@@ -321,7 +322,11 @@ fn records_split_across_buffers_are_joined_at_finish() {
         "cuda_driver_cbid_514",
         "unnamed cbids keep their number"
     );
-    assert_eq!(t.links.runtime_op[0], 0, "the launch sits in the NVTX range");
+    assert_eq!(
+        t.links.runtime_op[0],
+        Some(OpRow::new(0)),
+        "the launch sits in the NVTX range"
+    );
     assert_eq!(t.cpu_ops.len(), 1);
     assert_eq!(stats.gpu_without_api, 0);
     assert_eq!(stats.sync_unknown_device, 0);

@@ -151,7 +151,7 @@ fn libcupti_without_a_driver_is_a_clear_error() {
 #[test]
 #[ignore = "needs a GPU"]
 fn gpu_smoke() {
-    use gapscope_collectors::trace::{CopyKind, GpuKind, MemKind, NONE};
+    use gapscope_collectors::trace::{CopyKind, GpuKind, MemKind};
     use std::ffi::{c_char, c_int, c_uint, c_void};
     type F0 = unsafe extern "C" fn(c_uint) -> c_int;
     // SAFETY: the driver API's C signatures, called in the documented order.
@@ -245,7 +245,7 @@ fn gpu_smoke() {
             count(&|i| t.gpu.copy_kind[i] == CopyKind::HtoD && t.gpu.src_mem[i] == MemKind::Pinned);
         let memsets = count(&|i| t.gpu.kind[i] == GpuKind::Memset);
         let syncs = count(&|i| t.gpu.kind[i] == GpuKind::Sync);
-        let unlinked = count(&|i| t.gpu.is_busy(i) && t.links.gpu_launch[i] == NONE);
+        let unlinked = count(&|i| t.gpu.is_busy(i) && t.links.gpu_launch[i].is_none());
         println!(
             "kernels {kernels} pageable HtoD {pageable_copies} pinned HtoD {pinned_copies} memsets {memsets} syncs {syncs} unlinked {unlinked} runtime/driver calls {}",
             t.runtime.len()

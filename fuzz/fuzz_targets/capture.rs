@@ -10,16 +10,17 @@
 
 use gapscope_collectors::capture;
 use gapscope_collectors::kineto::{import_bytes_partial, ImportOptions, ReadLimits};
-use gapscope_collectors::trace::Trace;
+use gapscope_collectors::trace::{OpRow, Trace};
 use libfuzzer_sys::fuzz_target;
 
 fn check(t: &Trace) {
-    for op in 0..t.cpu_ops.len() as u32 {
-        assert!(t.ancestors(op).count() <= t.cpu_ops.len());
+    for op in 0..t.cpu_ops.len() {
+        assert!(t.ancestors(Some(OpRow::new(op))).count() <= t.cpu_ops.len());
     }
-    let is_row = |l: u32, n: usize| l == u32::MAX || (l as usize) < n;
-    assert!(t.links.gpu_launch.iter().all(|&l| is_row(l, t.runtime.len())));
-    assert!(t.links.runtime_op.iter().all(|&l| is_row(l, t.cpu_ops.len())));
+    let n_calls = t.runtime.len();
+    assert!(t.links.gpu_launch.iter().flatten().all(|l| l.index() < n_calls));
+    let n_ops = t.cpu_ops.len();
+    assert!(t.links.runtime_op.iter().flatten().all(|l| l.index() < n_ops));
 }
 
 fn round_trip(t: &Trace) -> Vec<u8> {

@@ -5,11 +5,12 @@
 
 use crate::columns::{bools, floats, ints, opt_ints, Str, StrPool};
 use gapscope_analyzers::analysis::Analysis;
-use gapscope_analyzers::attribution::{display_source, OpContext};
+use gapscope_analyzers::attribution::OpContext;
+use gapscope_analyzers::names::display_source;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::launch_stats::Launch;
 use gapscope_analyzers::segments::IdleSegment;
-use gapscope_collectors::trace::{CopyKind, CpuOpKind, GpuKind, StrId, Strings, Trace, NONE};
+use gapscope_collectors::trace::{CopyKind, CpuOpKind, GpuKind, OpRow, StrId, Strings, Trace};
 use polars::prelude::*;
 
 /// The names gapscope adds to string columns.
@@ -57,8 +58,9 @@ fn frame(columns: Vec<Column>) -> PolarsResult<DataFrame> {
     DataFrame::new_infer_height(columns)
 }
 
-fn row(r: u32) -> Option<u32> {
-    (r != NONE).then_some(r)
+/// A row link as the tables write it: the row's index, or null.
+fn row(r: Option<OpRow>) -> Option<u32> {
+    r.map(OpRow::get)
 }
 
 fn nonempty(strings: &Strings, id: StrId) -> Str<'_> {
@@ -69,9 +71,9 @@ fn nonempty(strings: &Strings, id: StrId) -> Str<'_> {
     }
 }
 
-fn op_name(trace: &Trace, r: u32) -> Str<'_> {
-    match row(r) {
-        Some(r) => Str::Trace(trace.cpu_ops.name[r as usize], trace.op_name(r).unwrap_or("")),
+fn op_name(trace: &Trace, r: Option<OpRow>) -> Str<'_> {
+    match r {
+        Some(o) => Str::Trace(trace.cpu_ops.name[o.index()], trace.op_name(r).unwrap_or("")),
         None => Str::Null,
     }
 }
@@ -227,8 +229,8 @@ pub fn kernels(inp: &Inputs) -> PolarsResult<DataFrame> {
     let g = &t.gpu;
     let s = &t.strings;
     let rows: Vec<usize> = (0..g.len()).filter(|&i| g.is_busy(i)).collect();
-    let launch = |i: usize| row(t.links.gpu_launch[i]);
-    let op_row = |i: usize| launch(i).and_then(|r| row(t.links.runtime_op[r as usize]));
+    let launch = |i: usize| t.links.gpu_launch[i];
+    let op_row = |i: usize| launch(i).and_then(|r| t.links.runtime_op[r.index()]);
     let cx = inp.context;
     let grid = |k: usize| rows.iter().map(|&i| g.grid[i][k]).collect::<Vec<u32>>();
     let block = |k: usize| rows.iter().map(|&i| g.block[i][k]).collect::<Vec<u32>>();
@@ -267,7 +269,7 @@ pub fn kernels(inp: &Inputs) -> PolarsResult<DataFrame> {
             "launch",
             s,
             rows.iter().map(|&i| match launch(i) {
-                Some(r) => Str::Trace(t.runtime.name[r as usize], s.get(t.runtime.name[r as usize])),
+                Some(r) => Str::Trace(t.runtime.name[r.index()], s.get(t.runtime.name[r.index()])),
                 None => Str::Null,
             }),
         ),
@@ -275,21 +277,21 @@ pub fn kernels(inp: &Inputs) -> PolarsResult<DataFrame> {
             "operator",
             s,
             rows.iter()
-                .map(|&i| op_row(i).map_or(Str::Null, |r| op_name(t, cx.operator[r as usize]))),
+                .map(|&i| op_row(i).map_or(Str::Null, |r| op_name(t, cx.operator[r.index()]))),
         ),
         inp.pool.column(
             "annotation",
             s,
             rows.iter()
-                .map(|&i| op_row(i).map_or(Str::Null, |r| op_name(t, cx.annotation[r as usize]))),
+                .map(|&i| op_row(i).map_or(Str::Null, |r| op_name(t, cx.annotation[r.index()]))),
         ),
         inp.pool.column(
             "source",
             s,
             rows.iter()
-                .map(|&i| op_row(i).map_or(Str::Null, |r| source(s, cx.source[r as usize]))),
+                .map(|&i| op_row(i).map_or(Str::Null, |r| source(s, cx.source[r.index()]))),
         ),
-        opt_ints::<UInt32Type>("op_row", rows.iter().map(|&i| op_row(i))),
+        opt_ints::<UInt32Type>("op_row", rows.iter().map(|&i| row(op_row(i)))),
     ])
 }
 
@@ -336,9 +338,9 @@ pub fn launches(inp: &Inputs) -> PolarsResult<DataFrame> {
     let r = &t.runtime;
     let s = &t.strings;
     let l = inp.launches;
-    let call = |x: &Launch| x.runtime_row as usize;
+    let call = |x: &Launch| x.runtime_row.index();
     let thread = |x: &Launch| r.thread[call(x)].0 as usize;
-    let op_row = |x: &Launch| row(t.links.runtime_op[call(x)]);
+    let op_row = |x: &Launch| t.links.runtime_op[call(x)];
     let cx = inp.context;
     frame(vec![
         ints::<UInt32Type>("device", l.iter().map(|x| x.device).collect()),
@@ -361,8 +363,8 @@ pub fn launches(inp: &Inputs) -> PolarsResult<DataFrame> {
             "operator",
             s,
             l.iter()
-                .map(|x| op_row(x).map_or(Str::Null, |o| op_name(t, cx.operator[o as usize]))),
+                .map(|x| op_row(x).map_or(Str::Null, |o| op_name(t, cx.operator[o.index()]))),
         ),
-        opt_ints::<UInt32Type>("op_row", l.iter().map(op_row)),
+        opt_ints::<UInt32Type>("op_row", l.iter().map(|x| row(op_row(x)))),
     ])
 }

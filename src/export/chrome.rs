@@ -9,7 +9,7 @@
 //! through f64), so a round trip is exact.
 
 use crate::export::perfetto::args::gpu_category;
-use gapscope_collectors::trace::{ApiKind, CpuOpKind, MarkerKind, Strings, Trace, NONE};
+use gapscope_collectors::trace::{ApiKind, CpuOpKind, MarkerKind, Strings, Trace};
 use std::io::{self, Write};
 
 /// What the Chrome writer emitted.
@@ -209,7 +209,7 @@ pub fn write<W: Write>(trace: &Trace, out: W) -> io::Result<ChromeCounts> {
             args.join(", ")
         ))?;
         // One "f" per correlation id: Chrome flows bind one start to one end.
-        if trace.links.gpu_launch[i] != NONE && g.correlation[i] != 0 && flowed.insert(g.correlation[i]) {
+        if trace.links.gpu_launch[i].is_some() && g.correlation[i] != 0 && flowed.insert(g.correlation[i]) {
             o.counts.flows += 1;
             o.event(format_args!(
                 "{{\"ph\": \"f\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",

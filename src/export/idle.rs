@@ -3,8 +3,8 @@
 //! each, with the operator, annotation and source blamed), so the timeline
 //! and `gapscope analyze` always agree.
 
-use gapscope_analyzers::attribution::display_source;
 use gapscope_analyzers::intervals::{union, Span};
+use gapscope_analyzers::names::display_source;
 use gapscope_analyzers::segments::IdleAnalyzer;
 use gapscope_analyzers::window::window;
 use gapscope_collectors::trace::{Ns, Strings, Trace};

@@ -10,7 +10,7 @@
 //! file carries in its key-value metadata (`gapscope.origin_ns`).
 
 use gapscope_collectors::trace::{
-    ApiKind, CopyKind, CpuOpKind, GpuKind, MarkerKind, MemKind, StrId, Trace, NONE,
+    ApiKind, CallRow, CopyKind, CpuOpKind, GpuKind, MarkerKind, MemKind, OpRow, StrId, Trace,
 };
 use parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
@@ -101,9 +101,9 @@ pub(crate) struct Table<'a> {
 /// The string pool a table of plain text (no trace) writes with.
 pub(crate) const NO_POOL: &[ByteArray] = &[];
 
-/// `NONE` as null.
-fn link(v: u32) -> Option<u32> {
-    (v != NONE).then_some(v)
+/// A marker's "no thread" / "no device" (`u32::MAX`) as null.
+fn marker_id(v: u32) -> Option<u32> {
+    (v != u32::MAX).then_some(v)
 }
 
 fn gpu_kind(k: GpuKind) -> &'static str {
@@ -226,7 +226,10 @@ fn tables(t: &Trace) -> Vec<Table<'_>> {
                 col("block_z", dim(&g.block, 2)),
                 col("registers", U32(Box::new(|i| g.registers[i]))),
                 col("shared_mem", U32(Box::new(|i| g.shared_mem[i]))),
-                col("launch_id", OptU32(Box::new(|i| link(t.links.gpu_launch[i])))),
+                col(
+                    "launch_id",
+                    OptU32(Box::new(|i| t.links.gpu_launch[i].map(CallRow::get))),
+                ),
             ],
         },
         Table {
@@ -241,7 +244,10 @@ fn tables(t: &Trace) -> Vec<Table<'_>> {
                 col("api", Enum(Box::new(|i| api_kind(r.api[i])))),
                 col("correlation", U64(Box::new(|i| r.correlation[i]))),
                 col("external_id", U64(Box::new(|i| r.external_id[i]))),
-                col("op_id", OptU32(Box::new(|i| link(t.links.runtime_op[i])))),
+                col(
+                    "op_id",
+                    OptU32(Box::new(|i| t.links.runtime_op[i].map(OpRow::get))),
+                ),
                 col("gpu_count", U32(Box::new(|i| t.links.runtime_gpu_count[i]))),
             ],
         },
@@ -259,7 +265,7 @@ fn tables(t: &Trace) -> Vec<Table<'_>> {
                 col("sequence", I64(Box::new(|i| c.sequence[i]))),
                 col("shapes", Str(Box::new(|i| c.shapes[i]))),
                 col("source", Str(Box::new(|i| c.source[i]))),
-                col("parent_id", OptU32(Box::new(|i| link(c.parent[i])))),
+                col("parent_id", OptU32(Box::new(|i| c.parent[i].map(OpRow::get)))),
                 col("depth", U16(Box::new(|i| c.depth[i]))),
             ],
         },
@@ -268,8 +274,8 @@ fn tables(t: &Trace) -> Vec<Table<'_>> {
             rows: m.len(),
             columns: vec![
                 col("kind", Enum(Box::new(|i| marker_kind(m.kind[i])))),
-                col("thread", OptU32(Box::new(|i| link(m.thread[i].0)))),
-                col("device", OptU32(Box::new(|i| link(m.device[i])))),
+                col("thread", OptU32(Box::new(|i| marker_id(m.thread[i].0)))),
+                col("device", OptU32(Box::new(|i| marker_id(m.device[i])))),
                 col("stream", I64(Box::new(|i| m.stream[i]))),
                 col("start_ns", I64(Box::new(|i| m.start[i]))),
                 col("end_ns", I64(Box::new(|i| m.end[i]))),

@@ -5,7 +5,7 @@
 
 use super::table::Table;
 use super::text::wrap;
-use super::{human, ms, pct};
+use gapscope_analyzers::format::{duration, ms, percent};
 use gapscope_analyzers::job::culprit::cause_label;
 use gapscope_analyzers::job::finding::rank_list;
 use gapscope_analyzers::job::JobAnalysis;
@@ -91,14 +91,14 @@ fn headline(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
         aligned.len(),
         j.ranks.len(),
         j.alignment.reference_rank.map_or("-".into(), |r| r.to_string()),
-        human(res_med),
-        human(res_max)
+        duration(res_med),
+        duration(res_max)
     )?;
     writeln!(
         out,
         "waiting for other ranks: {} ms in all ({} of the ranks' step time)",
         ms(s.total_wait_ns),
-        pct(
+        percent(
             s.total_wait_ns,
             j.ranks.iter().map(|r| r.breakdown.window_ns).sum()
         )
@@ -168,7 +168,7 @@ fn steps(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
         let (rank, by, what) = match &s.worst {
             Some(w) => (
                 w.rank.to_string(),
-                human(w.lateness_ns),
+                duration(w.lateness_ns),
                 format!("{} #{}", w.collective, w.ordinal),
             ),
             None => ("-".into(), "-".into(), "-".into()),
@@ -230,11 +230,11 @@ fn ranks(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
         t.row([
             r.rank.to_string(),
             r.step_time_median_ns.map_or("-".into(), ms),
-            pct(b.compute_ns, b.window_ns),
-            pct(waiting, b.window_ns),
-            pct(b.communication_ns - waiting, b.window_ns),
-            pct(b.memcpy_ns + b.memset_ns, b.window_ns),
-            pct(b.idle_ns, b.window_ns),
+            percent(b.compute_ns, b.window_ns),
+            percent(waiting, b.window_ns),
+            percent(b.communication_ns - waiting, b.window_ns),
+            percent(b.memcpy_ns + b.memset_ns, b.window_ns),
+            percent(b.idle_ns, b.window_ns),
             idle_top,
             r.late.to_string(),
             if r.caused_wait_ns > 0 {
@@ -242,8 +242,8 @@ fn ranks(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
             } else {
                 "-".into()
             },
-            a.and_then(|a| a.offset_ns).map_or("not aligned".into(), human),
-            a.and_then(|a| a.residual_median_ns).map_or("-".into(), human),
+            a.and_then(|a| a.offset_ns).map_or("not aligned".into(), duration),
+            a.and_then(|a| a.residual_median_ns).map_or("-".into(), duration),
             r.source.clone(),
         ]);
     }

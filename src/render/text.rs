@@ -5,12 +5,12 @@
 //! small functions.
 
 use super::table::Table;
-use super::{human, ms, pct};
 use crate::analyze::Analysed;
 use gapscope_analyzers::analysis::{Analysis, DeviceReport};
 use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::detectors::Finding;
+use gapscope_analyzers::format::{duration, ms, percent};
 use gapscope_analyzers::idle::{TopGap, TopIdleOperator};
 use std::io::{self, Write};
 
@@ -115,7 +115,7 @@ fn device_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::Re
 fn breakdown_table(out: &mut dyn Write, b: &Breakdown) -> io::Result<()> {
     let w = b.window_ns;
     let mut t = Table::new(["where the time went", "ms", "%"]);
-    let mut row = |name: &str, ns| t.row([name.to_string(), ms(ns), pct(ns, w)]);
+    let mut row = |name: &str, ns| t.row([name.to_string(), ms(ns), percent(ns, w)]);
     row("compute", b.compute_ns);
     row("communication", b.communication_ns);
     row("memcpy", b.memcpy_ns);
@@ -151,10 +151,10 @@ fn why_idle(out: &mut dyn Write, d: &DeviceReport) -> io::Result<()> {
             .find(|o| o.cause == cause)
             .map_or_else(String::new, culprit);
         t.row([
-            cause_label(cause).to_string(),
+            cause.label().to_string(),
             ms(ns),
-            pct(ns, idle),
-            pct(ns, d.breakdown.window_ns),
+            percent(ns, idle),
+            percent(ns, d.breakdown.window_ns),
             culprit,
         ]);
     }
@@ -180,7 +180,7 @@ fn culprits_table(out: &mut dyn Write, ops: &[TopIdleOperator]) -> io::Result<()
         t.row([
             ms(o.idle_ns),
             o.count.to_string(),
-            cause_label(o.cause).to_string(),
+            o.cause.label().to_string(),
             culprit(o),
         ]);
     }
@@ -202,8 +202,8 @@ fn gaps_table(out: &mut dyn Write, gaps: &[TopGap]) -> io::Result<()> {
         );
         t.row([
             ms(g.start_ns),
-            human(g.dur_ns),
-            cause_label(g.cause).to_string(),
+            duration(g.dur_ns),
+            g.cause.label().to_string(),
             place,
         ]);
     }
@@ -239,19 +239,6 @@ fn place(op: Option<&str>, annotation: Option<&str>, source: Option<&str>) -> St
         s.push('-');
     }
     s
-}
-
-/// The cause as a reader knows it.
-pub fn cause_label(c: Cause) -> &'static str {
-    match c {
-        Cause::Profiler => "profiler overhead",
-        Cause::Sync => "host waits on GPU (sync)",
-        Cause::Dataloader => "DataLoader",
-        Cause::CpuOp => "CPU-bound operator",
-        Cause::FrameworkOverhead => "Python/framework",
-        Cause::LaunchOverhead => "kernel launch",
-        Cause::Untraced => "untraced",
-    }
 }
 
 /// The detectors' findings for this device, ranked by estimated savings,
@@ -329,7 +316,7 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
 
 fn temporal_line(out: &mut dyn Write, d: &DeviceReport) -> io::Result<()> {
     let t = &d.temporal;
-    let part = |ns| format!("{} ms ({})", ms(ns), pct(ns, t.span_ns));
+    let part = |ns| format!("{} ms ({})", ms(ns), percent(ns, t.span_ns));
     writeln!(
         out,
         "  HTA temporal breakdown over {} ms: idle {}, compute {}, non-compute {}",
@@ -354,11 +341,11 @@ fn steps_table(out: &mut dyn Write, a: &Analysis, device: u32) -> io::Result<()>
         t.row([
             format!("#{}", s.step),
             ms(w),
-            pct(b.compute_ns, w),
-            pct(b.communication_ns, w),
-            pct(b.memcpy_ns, w),
-            pct(b.memset_ns, w),
-            pct(b.idle_ns, w),
+            percent(b.compute_ns, w),
+            percent(b.communication_ns, w),
+            percent(b.memcpy_ns, w),
+            percent(b.memset_ns, w),
+            percent(b.idle_ns, w),
         ]);
     }
     t.write(out, "  ")?;
@@ -381,11 +368,11 @@ fn launch_line(out: &mut dyn Write, d: &DeviceReport) -> io::Result<()> {
         out,
         "  kernel launches: {}; launch delay p50 {}, p90 {}, max {}; launch call p50 {}, p90 {}",
         l.count,
-        human(l.launch_delay_ns.p50),
-        human(l.launch_delay_ns.p90),
-        human(l.launch_delay_ns.max),
-        human(l.cpu_duration_ns.p50),
-        human(l.cpu_duration_ns.p90),
+        duration(l.launch_delay_ns.p50),
+        duration(l.launch_delay_ns.p90),
+        duration(l.launch_delay_ns.max),
+        duration(l.cpu_duration_ns.p50),
+        duration(l.cpu_duration_ns.p90),
     )?;
     writeln!(
         out,

@@ -13,12 +13,12 @@
 
 use super::extras::{Column, Culprit, Strip as StripData};
 use super::findings::FindingIn;
-use super::palette::{cause_color, cause_label, Class, BUSY};
+use super::palette::{cause_color, Class, BUSY};
 use super::view::{causes_desc, class_ns};
-use crate::render::{ms, pct};
 use gapscope_analyzers::analysis::Analysis;
 use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::{Cause, CauseTotals};
+use gapscope_analyzers::format::{ms, percent};
 use gapscope_collectors::trace::Ns;
 use serde::Serialize;
 
@@ -160,7 +160,7 @@ pub fn class_bar(b: &Breakdown) -> Bar {
                 (
                     ns,
                     c.color(),
-                    format!("{}: {} ms ({})", c.label(), ms(ns), pct(ns, b.window_ns)),
+                    format!("{}: {} ms ({})", c.label(), ms(ns), percent(ns, b.window_ns)),
                 )
             })
             .collect(),
@@ -175,7 +175,7 @@ pub fn cause_bar(t: &CauseTotals) -> Bar {
         causes_desc(t)
             .into_iter()
             .map(|(c, ns)| {
-                let title = format!("{}: {} ms ({} of idle)", cause_label(c), ms(ns), pct(ns, total));
+                let title = format!("{}: {} ms ({} of idle)", c.label(), ms(ns), percent(ns, total));
                 (ns, cause_color(c), title)
             })
             .collect(),
@@ -310,12 +310,12 @@ fn run_title(cols: &[Column], origin: Ns) -> String {
         "{} to {} ms: busy {}",
         ms(start - origin),
         ms(end - origin),
-        pct(busy, end - start)
+        percent(busy, end - start)
     );
     if idle.total() > 0 {
         let causes: Vec<String> = causes_desc(&idle)
             .iter()
-            .map(|&(c, ns)| format!("{} {}", cause_label(c), pct(ns, end - start)))
+            .map(|&(c, ns)| format!("{} {}", c.label(), percent(ns, end - start)))
             .collect();
         t += &format!("; idle: {}", causes.join(", "));
     }
@@ -413,12 +413,12 @@ fn step_title(n: u64, b: &Breakdown, idle: &CauseTotals) -> String {
     let classes: Vec<String> = class_ns(b)
         .iter()
         .filter(|&&(_, ns)| ns > 0)
-        .map(|&(c, ns)| format!("{} {}", c.label(), pct(ns, b.window_ns)))
+        .map(|&(c, ns)| format!("{} {}", c.label(), percent(ns, b.window_ns)))
         .collect();
     let mut t = format!("step #{n}: {} ms\n{}", ms(b.window_ns), classes.join(", "));
     let causes: Vec<String> = causes_desc(idle)
         .iter()
-        .map(|&(c, ns)| format!("{} {}", cause_label(c), pct(ns, b.window_ns)))
+        .map(|&(c, ns)| format!("{} {}", c.label(), percent(ns, b.window_ns)))
         .collect();
     if !causes.is_empty() {
         t += &format!("\nidle by cause: {}", causes.join(", "));

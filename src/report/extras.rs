@@ -8,14 +8,14 @@
 //!
 //! [`Analysis`]: gapscope_analyzers::analysis::Analysis
 
-use gapscope_analyzers::attribution::display_source;
 use gapscope_analyzers::breakdown::timelines;
 use gapscope_analyzers::causes::{Cause, CauseTotals};
 use gapscope_analyzers::intervals::Span;
-use gapscope_analyzers::kinds::is_communication_name;
+use gapscope_analyzers::names::display_source;
+use gapscope_analyzers::names::is_communication_name;
 use gapscope_analyzers::segments::{IdleAnalyzer, IdleSegment};
 use gapscope_analyzers::window::{self, WindowOptions};
-use gapscope_collectors::trace::{GpuKind, Ns, StrId, Strings, Trace, NONE};
+use gapscope_collectors::trace::{GpuKind, Ns, OpRow, StrId, Strings, Trace};
 use std::collections::HashMap;
 
 /// Columns of a timeline strip: about one per 2 px of a page-wide strip.
@@ -162,7 +162,7 @@ pub fn strip(
     // Per column: idle ns per (cause, op name, annotation name, source).
     type Key = (Cause, Option<StrId>, Option<StrId>, StrId);
     let mut blame: Vec<HashMap<Key, Ns>> = vec![HashMap::new(); n];
-    let name = |row: u32| (row != NONE).then(|| trace.cpu_ops.name[row as usize]);
+    let name = |row: Option<OpRow>| row.map(|r| trace.cpu_ops.name[r.index()]);
     for s in segs {
         let key = (s.cause, name(s.op), name(s.annotation), s.source);
         spread(window, n, (s.start, s.end), |c, ns| {
@@ -239,8 +239,8 @@ mod tests {
             start: 10,
             end: 40,
             cause: Cause::Sync,
-            op: NONE,
-            annotation: NONE,
+            op: None,
+            annotation: None,
             source: Strings::EMPTY,
         }];
         let s = strip(&t, 0, (0, 100), &[(0, 10), (40, 100)], &segs, 7);

@@ -9,8 +9,8 @@
 //! problems found".
 
 use super::view::{BoundRow, FindingRow};
-use crate::render::{human, ms, pct};
 use gapscope_analyzers::analysis::Analysis;
+use gapscope_analyzers::format::{duration, ms, percent};
 use gapscope_collectors::trace::Ns;
 use serde::Deserialize;
 use serde_json::Value;
@@ -124,7 +124,7 @@ pub fn finding_rows(a: &Analysis, findings: &[FindingIn]) -> Vec<FindingRow> {
         .map(|(i, f)| {
             let window = window_of(a, f.device);
             let (savings, savings_pct) = if f.est_savings_ns > 0 {
-                (human(f.est_savings_ns), pct(f.est_savings_ns, window))
+                (duration(f.est_savings_ns), percent(f.est_savings_ns, window))
             } else {
                 ("not estimated".to_string(), String::new())
             };
@@ -133,8 +133,8 @@ pub fn finding_rows(a: &Analysis, findings: &[FindingIn]) -> Vec<FindingRow> {
                 "GPU {}: {} {times}, idle {}, explains {}",
                 f.device,
                 f.occurrences,
-                human(f.idle_ns),
-                human(f.explained_ns)
+                duration(f.idle_ns),
+                duration(f.explained_ns)
             );
             if let Some(a) = &f.annotation {
                 evidence += &format!("; inside {a}");
@@ -167,7 +167,7 @@ pub fn bound_rows(bounds: &[BoundsIn]) -> Vec<BoundRow> {
             device: device.clone(),
             name: "GPU busy time".to_string(),
             ms: ms(b.busy_ns),
-            pct_of_window: pct(b.busy_ns, b.window_ns),
+            pct_of_window: percent(b.busy_ns, b.window_ns),
             meaning: if b.max_speedup > 0.0 {
                 format!(
                     "with every idle gap removed the window still takes this: at most {:.2}x faster without faster kernels",
@@ -181,7 +181,7 @@ pub fn bound_rows(bounds: &[BoundsIn]) -> Vec<BoundRow> {
             device,
             name: "kernel time, summed".to_string(),
             ms: ms(b.kernel_sum_ns),
-            pct_of_window: pct(b.kernel_sum_ns, b.window_ns),
+            pct_of_window: percent(b.kernel_sum_ns, b.window_ns),
             meaning:
                 "every kernel one after another (overlaps counted twice): the bound with no stream overlap"
                     .to_string(),

@@ -4,7 +4,7 @@
 //! rules as the single-trace report: the view holds every number already
 //! formatted and every rectangle already laid out; the templates only loop.
 
-use crate::render::{human, ms, pct};
+use gapscope_analyzers::format::{duration, ms, percent};
 use gapscope_analyzers::job::culprit::cause_label;
 use gapscope_analyzers::job::finding::rank_list;
 use gapscope_analyzers::job::JobAnalysis;
@@ -228,7 +228,7 @@ pub fn build(j: &JobAnalysis) -> JobView {
         },
         Card {
             label: "Waiting for other ranks".into(),
-            value: pct(s.total_wait_ns, rank_time),
+            value: percent(s.total_wait_ns, rank_time),
             sub: format!("of all ranks' step time ({} ms)", ms(s.total_wait_ns)),
         },
         Card {
@@ -255,8 +255,8 @@ pub fn build(j: &JobAnalysis) -> JobView {
         j.ranks.len(),
         j.alignment.reference_rank.map_or("-".into(), |r| r.to_string()),
         j.collectives.len(),
-        human(aligned.iter().filter_map(|a| a.residual_median_ns).max().unwrap_or(0)),
-        human(aligned.iter().filter_map(|a| a.residual_max_ns).max().unwrap_or(0)),
+        duration(aligned.iter().filter_map(|a| a.residual_median_ns).max().unwrap_or(0)),
+        duration(aligned.iter().filter_map(|a| a.residual_max_ns).max().unwrap_or(0)),
     );
     let findings = j
         .findings
@@ -429,11 +429,11 @@ fn rank_rows(j: &JobAnalysis) -> Vec<RankRow> {
             RankRow {
                 rank: r.rank,
                 step: r.step_time_median_ns.map_or("-".into(), ms),
-                compute: pct(b.compute_ns, b.window_ns),
-                waiting: pct(waiting, b.window_ns),
-                communication: pct(b.communication_ns - waiting, b.window_ns),
-                copies: pct(b.memcpy_ns + b.memset_ns, b.window_ns),
-                idle: pct(b.idle_ns, b.window_ns),
+                compute: percent(b.compute_ns, b.window_ns),
+                waiting: percent(waiting, b.window_ns),
+                communication: percent(b.communication_ns - waiting, b.window_ns),
+                copies: percent(b.memcpy_ns + b.memset_ns, b.window_ns),
+                idle: percent(b.idle_ns, b.window_ns),
                 idle_mostly: r
                     .idle_by_cause_ns
                     .top()
@@ -444,8 +444,8 @@ fn rank_rows(j: &JobAnalysis) -> Vec<RankRow> {
                 } else {
                     "-".into()
                 },
-                offset: a.and_then(|a| a.offset_ns).map_or("not aligned".into(), human),
-                residual: a.and_then(|a| a.residual_median_ns).map_or("-".into(), human),
+                offset: a.and_then(|a| a.offset_ns).map_or("not aligned".into(), duration),
+                residual: a.and_then(|a| a.residual_median_ns).map_or("-".into(), duration),
                 source: r.source.clone(),
             }
         })
@@ -460,7 +460,7 @@ fn step_rows(j: &JobAnalysis) -> Vec<StepRow> {
             let (rank, by, collective) = match &s.worst {
                 Some(w) => (
                     w.rank.to_string(),
-                    human(w.lateness_ns),
+                    duration(w.lateness_ns),
                     format!("{} #{}", w.collective, w.ordinal),
                 ),
                 None => ("-".into(), "-".into(), "-".into()),

@@ -60,34 +60,6 @@ impl Class {
     }
 }
 
-/// What a reader sees for an idle cause.
-pub fn cause_label(c: Cause) -> &'static str {
-    match c {
-        Cause::Profiler => "profiler overhead",
-        Cause::Sync => "host waits on GPU (sync)",
-        Cause::Dataloader => "DataLoader",
-        Cause::CpuOp => "CPU-bound operator",
-        Cause::FrameworkOverhead => "Python/framework",
-        Cause::LaunchOverhead => "kernel launch",
-        Cause::Untraced => "untraced",
-    }
-}
-
-/// One sentence on what a cause means and where to look.
-pub fn cause_meaning(c: Cause) -> &'static str {
-    match c {
-        Cause::Profiler => "the profiler itself (buffer flushes, its own Python code); not your code",
-        Cause::Sync => {
-            "the CPU blocked on the GPU (synchronize, .item(), a blocking copy to the host), so the queue drained"
-        }
-        Cause::Dataloader => "the training thread waited for the next batch from the DataLoader",
-        Cause::CpuOp => "the CPU was busy inside an operator before it launched its GPU work",
-        Cause::FrameworkOverhead => "the CPU ran Python or framework code between operators",
-        Cause::LaunchOverhead => "launch latency between back-to-back small kernels",
-        Cause::Untraced => "nothing in the trace explains the gap (code the profiler did not record)",
-    }
-}
-
 /// Fill colour of an idle cause.
 pub fn cause_color(c: Cause) -> &'static str {
     match c {

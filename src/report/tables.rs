@@ -3,11 +3,12 @@
 //! 100 steps still fits on a page.
 
 use super::extras::KernelRow;
-use super::palette::{cause_color, cause_label};
+use super::palette::cause_color;
 use super::view::{Capped, MAX_DEVICES};
-use crate::render::{human, ms, pct};
 use gapscope_analyzers::analysis::Analysis;
 use gapscope_analyzers::causes::Cause;
+use gapscope_analyzers::format::{duration, ms, percent};
+use gapscope_analyzers::names::is_tensor_core_name;
 use gapscope_collectors::trace::Ns;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -163,10 +164,10 @@ pub fn idle_operators(a: &Analysis) -> SourcedTable<IdleOperatorRow> {
             operator: op.unwrap_or_else(|| "(between operators)".to_string()),
             annotation: ann.unwrap_or_default(),
             source: src.unwrap_or_default(),
-            cause: cause_label(cause).to_string(),
+            cause: cause.label().to_string(),
             color: cause_color(cause).to_string(),
             idle_ms: ms(ns),
-            share_of_idle: pct(ns, idle),
+            share_of_idle: percent(ns, idle),
             count,
             devices: devices.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
         })
@@ -189,8 +190,8 @@ pub fn gaps(a: &Analysis) -> SourcedTable<GapRow> {
         .map(|(d, g)| GapRow {
             device: format!("GPU {}", d.device),
             at_ms: ms(g.start_ns - a.window.start_ns),
-            duration: human(g.dur_ns),
-            cause: cause_label(g.cause).to_string(),
+            duration: duration(g.dur_ns),
+            cause: g.cause.label().to_string(),
             color: cause_color(g.cause).to_string(),
             operator: g.operator.clone().unwrap_or_default(),
             annotation: g.annotation.clone().unwrap_or_default(),
@@ -200,26 +201,6 @@ pub fn gaps(a: &Analysis) -> SourcedTable<GapRow> {
     let rows = Capped::of(rows, MAX_GAPS, "gaps");
     let has_source = rows.items.iter().any(|r: &GapRow| !r.source.is_empty());
     SourcedTable { rows, has_source }
-}
-
-/// True when a kernel name says it runs on Tensor Cores: cuBLAS/cuDNN
-/// names carry the MMA shape (`s16816gemm`, `h884`, `i8816`), CUTLASS
-/// kernels say `tensorop`, Hopper ones `gmma`/`wgmma`, and NVIDIA's
-/// `xmma`/`hmma`/`wmma` kernels name the instruction.
-pub fn is_tensor_core_name(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    const WORDS: [&str; 8] = ["tensorop", "xmma", "hmma", "wmma", "gmma", "imma", "mma_", "_mma"];
-    const SHAPES: [&str; 9] = [
-        "884", "1688", "16816", "8816", "16832", "1684", "16x8x16", "16x8x8", "64x8x16",
-    ];
-    WORDS.iter().any(|w| n.contains(w))
-        || SHAPES.iter().any(|s| {
-            n.match_indices(s).any(|(i, _)| {
-                // A shape follows a precision letter (h884, s1688, i8816).
-                let before = n[..i].chars().next_back();
-                before.is_some_and(|c| matches!(c, 'h' | 's' | 'i' | 'f' | 'x' | 'd' | 'b' | 'c' | '_'))
-            })
-        })
 }
 
 /// A readable kernel name: no `void `, no trailing argument list (the last
@@ -275,8 +256,8 @@ pub fn kernels(rows: &[KernelRow]) -> KernelsView {
             full_name: r.name.clone(),
             count: r.count,
             total_ms: ms(r.total_ns),
-            mean: human(r.total_ns / r.count.max(1) as Ns),
-            share: pct(r.total_ns, total),
+            mean: duration(r.total_ns / r.count.max(1) as Ns),
+            share: percent(r.total_ns, total),
             tensor_core: is_tensor_core_name(&r.name),
             communication: r.communication,
         })
@@ -285,7 +266,7 @@ pub fn kernels(rows: &[KernelRow]) -> KernelsView {
         rows: Capped::of(views, MAX_KERNELS, "kernels"),
         total_ms: ms(total),
         more_ms: ms(total - shown),
-        tensor_core_share: pct(tc, total),
+        tensor_core_share: percent(tc, total),
         distinct: rows.len(),
     }
 }
@@ -305,8 +286,13 @@ pub fn launches(a: &Analysis) -> Vec<LaunchRow> {
                 short_kernels: l.short_kernels,
                 slow_calls: l.runtime_outliers,
                 long_delays: l.launch_delay_outliers,
-                delay: format!("{} / {} / {}", human(dl.p50), human(dl.p90), human(dl.max)),
-                call: format!("{} / {}", human(c.p50), human(c.max)),
+                delay: format!(
+                    "{} / {} / {}",
+                    duration(dl.p50),
+                    duration(dl.p90),
+                    duration(dl.max)
+                ),
+                call: format!("{} / {}", duration(c.p50), duration(c.max)),
             }
         })
         .collect()
@@ -336,30 +322,6 @@ pub fn diagnostics(a: &Analysis) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tensor_core_names() {
-        for n in [
-            "volta_h884gemm_64x64_ldg8_nn",
-            "turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn",
-            "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_32x3_nn",
-            "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32",
-            "void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8>(Params)",
-            "sm90_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas_gmma",
-            "volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc2nchw_tn_v1",
-        ] {
-            assert!(is_tensor_core_name(n), "{n}");
-        }
-        for n in [
-            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",
-            "volta_sgemm_128x64_nn",
-            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
-            "Memcpy HtoD (Pageable -> Device)",
-            "implicit_convolve_sgemm",
-        ] {
-            assert!(!is_tensor_core_name(n), "{n}");
-        }
-    }
 
     #[test]
     fn kernel_names_shortened() {

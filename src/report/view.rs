@@ -7,12 +7,12 @@
 //! rows plus "and N more", so 8 GPUs and 100 steps still read on one page.
 
 use super::extras::Extras;
-use super::palette::{cause_color, cause_label, cause_meaning, Class};
+use super::palette::{cause_color, Class};
 use super::{charts, findings, tables};
-use crate::render::{human, ms, pct};
 use gapscope_analyzers::analysis::{Analysis, DeviceReport};
 use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::{Cause, CauseTotals};
+use gapscope_analyzers::format::{duration, ms, percent};
 use gapscope_collectors::trace::Ns;
 use serde::Serialize;
 
@@ -368,7 +368,7 @@ fn class_parts(b: &Breakdown) -> Vec<Part> {
             label: c.label().to_string(),
             color: c.color().to_string(),
             ms: ms(ns),
-            pct: pct(ns, b.window_ns),
+            pct: percent(ns, b.window_ns),
         })
         .collect()
 }
@@ -379,10 +379,10 @@ fn cause_parts(t: &CauseTotals) -> Vec<Part> {
         .into_iter()
         .map(|(c, ns)| Part {
             key: c.name().to_string(),
-            label: cause_label(c).to_string(),
+            label: c.label().to_string(),
             color: cause_color(c).to_string(),
             ms: ms(ns),
-            pct: pct(ns, total),
+            pct: percent(ns, total),
         })
         .collect()
 }
@@ -416,8 +416,8 @@ fn device_view(
         top_cause: d.idle_by_cause_ns.top().map_or_else(String::new, |c| {
             format!(
                 "{} {}",
-                cause_label(c),
-                pct(d.idle_by_cause_ns.get(c), d.idle_by_cause_ns.total())
+                c.label(),
+                percent(d.idle_by_cause_ns.get(c), d.idle_by_cause_ns.total())
             )
         }),
         data_movement_detail: detail.join(", "),
@@ -439,8 +439,8 @@ fn step_rows(a: &Analysis, device: u32) -> Capped<StepRow> {
             let top_cause = d.idle_by_cause_ns.top().map_or_else(String::new, |c| {
                 format!(
                     "{} {}",
-                    cause_label(c),
-                    pct(d.idle_by_cause_ns.get(c), b.window_ns)
+                    c.label(),
+                    percent(d.idle_by_cause_ns.get(c), b.window_ns)
                 )
             });
             StepRow {
@@ -476,11 +476,11 @@ fn headline(a: &Analysis, top_finding: Option<FindingRow>) -> Headline {
     };
     let top_cause = by_cause.top().map(|c| TopCause {
         key: c.name().to_string(),
-        label: cause_label(c).to_string(),
+        label: c.label().to_string(),
         color: cause_color(c).to_string(),
         time: format!("{} ms", ms(by_cause.get(c))),
-        share_of_idle: pct(by_cause.get(c), idle),
-        meaning: cause_meaning(c).to_string(),
+        share_of_idle: percent(by_cause.get(c), idle),
+        meaning: c.meaning().to_string(),
     });
     let summary = if n == 0 {
         "No GPU activity was found in this trace: was the profiler run with ProfilerActivity.CUDA?"
@@ -490,7 +490,7 @@ fn headline(a: &Analysis, top_finding: Option<FindingRow>) -> Headline {
             format!(
                 "Over {}, the GPU was idle {} of the time ({} ms of {} ms).",
                 window_view(a).what,
-                pct(idle, window),
+                percent(idle, window),
                 ms(idle),
                 ms(window)
             )
@@ -498,7 +498,7 @@ fn headline(a: &Analysis, top_finding: Option<FindingRow>) -> Headline {
             format!(
                 "Over {}, the GPUs were idle {} of the time ({} ms of {} ms summed over {gpus}).",
                 window_view(a).what,
-                pct(idle, window),
+                percent(idle, window),
                 ms(idle),
                 ms(window)
             )
@@ -518,7 +518,7 @@ fn headline(a: &Analysis, top_finding: Option<FindingRow>) -> Headline {
         s
     };
     Headline {
-        idle_pct: pct(idle, window),
+        idle_pct: percent(idle, window),
         idle_of: format!("{} ms of {} ms GPU time, {gpus}", ms(idle), ms(window)),
         top_cause,
         top_finding,
@@ -541,9 +541,9 @@ fn legend() -> Legend {
             .iter()
             .map(|&c| Swatch {
                 key: c.name().to_string(),
-                label: cause_label(c).to_string(),
+                label: c.label().to_string(),
                 color: cause_color(c).to_string(),
-                meaning: cause_meaning(c).to_string(),
+                meaning: c.meaning().to_string(),
             })
             .collect(),
     }
@@ -561,10 +561,10 @@ fn bounds(a: &Analysis) -> Vec<BoundRow> {
                 device: format!("GPU {}", d.device),
                 name: "GPU busy time".to_string(),
                 ms: ms(b.busy_ns()),
-                pct_of_window: pct(b.busy_ns(), b.window_ns),
+                pct_of_window: percent(b.busy_ns(), b.window_ns),
                 meaning: format!(
                     "removing every idle gap leaves {}; going lower needs faster kernels, copies or collectives",
-                    human(b.busy_ns())
+                    duration(b.busy_ns())
                 ),
             }
         })

@@ -46,8 +46,10 @@
 
 use super::{Cx, Draft};
 use crate::causes::Cause;
+use crate::format::duration;
+use crate::names::is_graph_launch_api;
 use crate::window::Step;
-use gapscope_collectors::trace::{CpuOpKind, Trace, NONE};
+use gapscope_collectors::trace::{CallRow, CpuOpKind, OpRow, Trace};
 
 /// A last step with fewer GPU rows than this share of the step before was
 /// cut short by the capture (the TensorBoard plugin drops such a step).
@@ -76,11 +78,13 @@ pub(crate) fn partial_last_step(trace: &Trace, device: u32, steps: &[Step]) -> O
     let (mut rows, mut before) = (0u64, 0u64);
     let g = &trace.gpu;
     for i in 0..g.len() {
-        let call = trace.links.gpu_launch[i];
-        if call == NONE || g.device[i] != device || !g.is_busy(i) {
+        let Some(call) = trace.links.gpu_launch[i] else {
+            continue;
+        };
+        if g.device[i] != device || !g.is_busy(i) {
             continue;
         }
-        let at = trace.runtime.start[call as usize];
+        let at = trace.runtime.start[call.index()];
         if at >= last.start {
             rows += 1;
         } else if at >= prev.start {
@@ -102,7 +106,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         let mut d = Draft::new(
             "D16",
             "profiler_overhead",
-            format!("{} of idle time is profiler overhead", super::fmt_ns(ns)),
+            format!("{} of idle time is profiler overhead", duration(ns)),
             "This idle time comes from the profiler itself (buffer flushes, profiler \
              callbacks), not from the training code; it is left out of every other finding. \
              Profile fewer steps per capture (a shorter `schedule(active=...)`) to reduce it."
@@ -127,7 +131,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             "capture_edges",
             format!(
                 "{} idle at the start or end of the capture with no CPU activity recorded",
-                super::fmt_ns(ns)
+                duration(ns)
             ),
             "The device was idle where the capture starts or stops and no CPU thread was \
              recorded then, so the cause is outside the trace. Capture whole steps with \
@@ -157,7 +161,7 @@ fn partial_step(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
              against {} in the step before ({} idle left out)",
             p.rows,
             p.before,
-            super::fmt_ns(ns)
+            duration(ns)
         ),
         format!(
             "{name} holds {} GPU rows against {} in the step before, so the capture stopped \
@@ -168,7 +172,7 @@ fn partial_step(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
              profiler right after a `prof.step()` call.",
             p.rows,
             p.before,
-            super::fmt_ns(ns)
+            duration(ns)
         ),
     );
     d.occurrences = 1;
@@ -177,7 +181,7 @@ fn partial_step(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     if let Some(r) =
         (0..ops.len()).find(|&r| ops.kind[r] == CpuOpKind::ProfilerStep && ops.start[r] == p.step.start)
     {
-        d.evidence.push(cx.op_evidence(r as u32));
+        d.evidence.push(cx.op_evidence(OpRow::new(r)));
     }
     d.pieces = pieces;
     Some(d)
@@ -214,23 +218,19 @@ fn graph_replays(cx: &Cx) -> Option<Draft> {
     let t = cx.trace;
     let (ws, we) = cx.window;
     let (mut launches, mut kernels) = (0u64, 0u64);
-    let mut first = NONE;
+    let mut first = None;
     for r in 0..t.runtime.len() {
         let n = t.links.runtime_gpu_count[r];
-        if n > 1 && cx.call_gpu[r] != NONE && t.runtime.start[r] < we && t.runtime.end[r] > ws {
+        if n > 1 && cx.call_gpu[r].is_some() && t.runtime.start[r] < we && t.runtime.end[r] > ws {
             let name = t.strings.get(t.runtime.name[r]);
-            if name.contains("GraphLaunch") {
+            if is_graph_launch_api(name) {
                 launches += 1;
                 kernels += u64::from(n);
-                if first == NONE {
-                    first = r as u32;
-                }
+                first.get_or_insert(CallRow::new(r));
             }
         }
     }
-    if launches == 0 {
-        return None;
-    }
+    let first = first?;
     let mut d = Draft::new(
         "D16",
         "cuda_graph_replays",

@@ -49,9 +49,10 @@
 //! line. Savings: replay without that CPU time (moved off the critical
 //! path), capped at the idle time.
 
-use super::{fmt_ns, pct, Cx, Draft, NOISE_NS};
+use super::{Cx, Draft, NOISE_NS};
 use crate::causes::Cause;
-use gapscope_collectors::trace::{CpuOpKind, NONE};
+use crate::format::{duration, percent_whole};
+use gapscope_collectors::trace::{CpuOpKind, OpRow};
 use std::collections::HashSet;
 
 /// Share of the window a group must explain to be reported (ours).
@@ -61,7 +62,7 @@ pub const MIN_SHARE: f64 = 0.01;
 /// as framework overhead.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum By {
-    Range(u32),
+    Range(OpRow),
     Operator,
     Framework,
 }
@@ -77,14 +78,14 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         .zip(&by)
         .map(|(&i, b)| {
             let k = match *b {
-                By::Range(r) => format!("r:{}", cx.name(r).unwrap_or_default()),
+                By::Range(r) => format!("r:{}", cx.name(Some(r)).unwrap_or_default()),
                 By::Operator => format!("o:{}", cx.name(cx.pieces[i].seg.op).unwrap_or_default()),
                 By::Framework => String::new(),
             };
             (i, k)
         })
         .collect();
-    let range_of: std::collections::HashMap<usize, u32> = taken
+    let range_of: std::collections::HashMap<usize, OpRow> = taken
         .iter()
         .zip(&by)
         .filter_map(|(&i, b)| match *b {
@@ -103,8 +104,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             }
             continue;
         }
-        let per_step = fmt_ns(idle / cx.n_steps());
-        let share = pct(idle, cx.window_ns());
+        let per_step = duration(idle / cx.n_steps());
+        let share = percent_whole(idle, cx.window_ns());
         let mut d = if let Some(range) = key.strip_prefix("r:") {
             // The dominant operator of the range's operator pieces; the
             // range itself as the annotation.
@@ -117,7 +118,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let n_ops = {
                 let names: HashSet<u32> = ops
                     .iter()
-                    .map(|&i| cx.trace.cpu_ops.name[cx.pieces[i].seg.op as usize].0)
+                    .filter_map(|&i| cx.pieces[i].seg.op)
+                    .map(|op| cx.trace.cpu_ops.name[op.index()].0)
                     .collect();
                 names.len()
             };
@@ -131,7 +133,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 "cpu_bound_range",
                 format!(
                     "The GPU waits while the `{range}` range works on the CPU ({} idle, {share} of the window)",
-                    fmt_ns(idle)
+                    duration(idle)
                 ),
                 format!(
                     "{place} keeps the CPU busy in {n_ops} operators (most of the time in \
@@ -142,7 +144,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                      operators, batch them or compile the region with `torch.compile`."
                 ),
             );
-            let mut rows: Vec<u32> = pieces.iter().map(|i| range_of[i]).collect();
+            let mut rows: Vec<OpRow> = pieces.iter().map(|i| range_of[i]).collect();
             rows.sort_unstable();
             rows.dedup();
             d.occurrences = rows.len() as u64;
@@ -156,7 +158,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 "cpu_bound_operator",
                 format!(
                     "The GPU waits while `{op}` works on the CPU ({} idle, {share} of the window)",
-                    fmt_ns(idle)
+                    duration(idle)
                 ),
                 format!(
                     "{place} keeps the CPU busy for {per_step} per step before the next GPU work \
@@ -180,7 +182,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let mut d = Draft::new(
                 "D2",
                 "framework_overhead",
-                format!("The GPU waits for Python / framework code between operators ({} idle, {share} of the window)", fmt_ns(idle)),
+                format!("The GPU waits for Python / framework code between operators ({} idle, {share} of the window)", duration(idle)),
                 format!(
                     "Between operators{inside}{at} the CPU runs Python and framework code for \
                      {per_step} per step while the GPU has nothing queued. Remove per-step Python \
@@ -211,7 +213,7 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
         }
     };
     let mut out: Vec<By> = taken.iter().map(|&i| default(i)).collect();
-    let ranges: Vec<u32> = taken.iter().map(|&i| user_range(cx, i)).collect();
+    let ranges: Vec<Option<OpRow>> = taken.iter().map(|&i| user_range(cx, i)).collect();
     // Runs: consecutive pieces of one stretch (no gap between them) inside
     // one range instance.
     let mut a = 0;
@@ -223,15 +225,16 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
         {
             b += 1;
         }
-        if ranges[a] != NONE {
+        if let Some(range) = ranges[a] {
             let names: HashSet<u32> = (a..b)
                 .map(|k| &cx.pieces[taken[k]].seg)
-                .filter(|s| s.cause == Cause::CpuOp && s.op != NONE)
-                .map(|s| cx.trace.cpu_ops.name[s.op as usize].0)
+                .filter(|s| s.cause == Cause::CpuOp)
+                .filter_map(|s| s.op)
+                .map(|op| cx.trace.cpu_ops.name[op.index()].0)
                 .collect();
             if names.len() >= 2 {
                 for o in &mut out[a..b] {
-                    *o = By::Range(ranges[a]);
+                    *o = By::Range(range);
                 }
             }
         }
@@ -241,22 +244,17 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
 }
 
 /// The innermost user range (`record_function`, NVTX, `Optimizer.step#`)
-/// around piece `i`, or [`NONE`]: ProfilerSteps are the step itself and
+/// around piece `i`, if any: ProfilerSteps are the step itself and
 /// `nn.Module` ranges are the model's structure, not a region the user
 /// marked.
-fn user_range(cx: &Cx, i: usize) -> u32 {
+fn user_range(cx: &Cx, i: usize) -> Option<OpRow> {
     let seg = &cx.pieces[i].seg;
     let ops = &cx.trace.cpu_ops;
-    let mut at = if seg.op != NONE { seg.op } else { seg.annotation };
-    while at != NONE {
-        let r = at as usize;
-        if ops.kind[r] == CpuOpKind::UserAnnotation {
+    cx.trace.ancestors(seg.op.or(seg.annotation)).find(|at| {
+        let r = at.index();
+        ops.kind[r] == CpuOpKind::UserAnnotation && {
             let name = cx.trace.strings.get(ops.name[r]);
-            if !name.starts_with("ProfilerStep#") && !name.starts_with("nn.Module:") {
-                return at;
-            }
+            !name.starts_with("ProfilerStep#") && !name.starts_with("nn.Module:")
         }
-        at = ops.parent[r];
-    }
-    NONE
+    })
 }

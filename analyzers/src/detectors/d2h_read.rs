@@ -22,13 +22,15 @@
 //! [`Cx::drain_after`](super::Cx::drain_after)); that drain stays claimed
 //! by whoever explains the host's time in it (usually D2).
 
-use super::{fmt_ns, Cx, Draft, SyncKind, TINY_COPY_BYTES};
+use super::{Cx, Draft, SyncKind, TINY_COPY_BYTES};
 use crate::causes::Cause;
-use gapscope_collectors::trace::NONE;
+use crate::format::duration;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, |p| {
-        p.seg.cause == Cause::Sync && p.blocking != NONE && cx.sync_kind(p.blocking).0 == SyncKind::DtoHRead
+        p.seg.cause == Cause::Sync
+            && p.blocking
+                .is_some_and(|b| cx.sync_kind(b).0 == SyncKind::DtoHRead)
     });
     groups
         .iter()
@@ -44,7 +46,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let title = format!(
                 "{place} {what} to the host and waits for the GPU ({} calls, {} idle)",
                 g.calls.len(),
-                fmt_ns(g.idle_ns)
+                duration(g.idle_ns)
             );
             let advice = if scalar {
                 "Keep the value on the GPU: accumulate losses and metrics in a CUDA tensor and \
@@ -60,7 +62,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 "{place} blocks the CPU until the GPU finishes, then the GPU idles {} per step \
                  while the CPU catches up. {advice} Find every such call with \
                  `torch.cuda.set_sync_debug_mode(\"warn\")`.",
-                fmt_ns(g.idle_ns / cx.n_steps())
+                duration(g.idle_ns / cx.n_steps())
             );
             let mut d = cx.sync_draft(g, "D5", "blocking_device_to_host_read", title, hint);
             d.drain_ns = cx.drain_after(&g.pieces);

@@ -16,10 +16,11 @@
 //! DataLoader ranges' CPU time removed from the launching threads (batches
 //! ready when asked for, as with enough workers), capped at the idle time.
 
-use super::{fmt_ns, pct, Cx, Draft, MAX_EVIDENCE};
+use super::{Cx, Draft, MAX_EVIDENCE};
 use crate::causes::Cause;
+use crate::format::{duration, percent_whole};
 use crate::intervals::{total, union};
-use gapscope_collectors::trace::Ns;
+use gapscope_collectors::trace::{Ns, OpRow};
 
 /// DataLoader share of the window above which it is reported (TB: 5 %).
 pub const MIN_SHARE: f64 = 0.05;
@@ -27,18 +28,19 @@ pub const MIN_SHARE: f64 = 0.05;
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let (ws, we) = cx.window;
     let ops = &cx.trace.cpu_ops;
-    let mut ranges: Vec<u32> = Vec::new();
+    let mut ranges: Vec<OpRow> = Vec::new();
     for &t in &cx.ev.launchers {
         for i in cx.trace.cpu_ops_of(t) {
-            if cx.ops.dataloader[i] == i as u32 && ops.start[i] < we && ops.end[i] > ws {
-                ranges.push(i as u32);
+            let row = OpRow::new(i);
+            if cx.ops.dataloader[i] == Some(row) && ops.start[i] < we && ops.end[i] > ws {
+                ranges.push(row);
             }
         }
     }
     let spans = union(
         ranges
             .iter()
-            .map(|&r| (ops.start[r as usize].max(ws), ops.end[r as usize].min(we)))
+            .map(|&r| (ops.start[r.index()].max(ws), ops.end[r.index()].min(we)))
             .collect(),
     );
     let dl_ns = total(&spans);
@@ -53,8 +55,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let n = cx.n_steps();
     let title = format!(
         "The GPU waits for the DataLoader: {} idle; loading batches takes {} of the window",
-        fmt_ns(idle),
-        pct(dl_ns, cx.window_ns())
+        duration(idle),
+        percent_whole(dl_ns, cx.window_ns())
     );
     let hint = format!(
         "Loading the next batch on the training thread takes {} of each step, and the GPU \
@@ -62,13 +64,13 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
          `DataLoader(..., num_workers=N)` with N > 0 (start with the number of CPU cores per \
          GPU), `pin_memory=True` and `persistent_workers=True`; raise `prefetch_factor` if the \
          workers still fall behind, and move heavy transforms to the GPU or to preprocessing.",
-        pct(dl_ns, cx.window_ns()),
-        fmt_ns(idle / n)
+        percent_whole(dl_ns, cx.window_ns()),
+        duration(idle / n)
     );
     let mut d = Draft::new("D11", "dataloader_stall", title, hint);
     d.occurrences = ranges.len() as u64;
     for &r in &ranges {
-        let r = r as usize;
+        let r = r.index();
         d.edit
             .remove_cpu
             .push((ops.thread[r], (ops.start[r].max(ws), ops.end[r].min(we))));

@@ -16,13 +16,13 @@
 //! Threshold: [`NOISE_NS`](super::NOISE_NS) of idle per call site (ours).
 //! Savings: replay with the calls not waiting.
 
-use super::{fmt_ns, Cx, Draft, SyncKind};
+use super::{Cx, Draft, SyncKind};
 use crate::causes::Cause;
-use gapscope_collectors::trace::NONE;
+use crate::format::duration;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, |p| {
-        p.seg.cause == Cause::Sync && p.blocking != NONE && cx.sync_kind(p.blocking).0 == SyncKind::Plain
+        p.seg.cause == Cause::Sync && p.blocking.is_some_and(|b| cx.sync_kind(b).0 == SyncKind::Plain)
     });
     groups
         .iter()
@@ -32,17 +32,12 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let api = g
                 .calls
                 .first()
-                .map(|&c| {
-                    cx.trace
-                        .strings
-                        .get(cx.trace.runtime.name[c as usize])
-                        .to_string()
-                })
+                .map(|&c| cx.trace.strings.get(cx.trace.runtime.name[c.index()]).to_string())
                 .unwrap_or_default();
             let title = format!(
                 "{place} calls {api} {} times and the GPU drains ({} idle)",
                 g.calls.len(),
-                fmt_ns(g.idle_ns)
+                duration(g.idle_ns)
             );
             let hint = format!(
                 "{place} waits for all queued GPU work ({api}), {} idle per step. Remove the \
@@ -50,7 +45,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                  and read the times after the loop), or make the dependency GPU-side with \
                  `stream.wait_event(event)` / `stream.wait_stream(other)` so the host keeps \
                  queueing work.",
-                fmt_ns(g.idle_ns / cx.n_steps())
+                duration(g.idle_ns / cx.n_steps())
             );
             cx.sync_draft(g, "D6", "explicit_sync", title, hint)
         })

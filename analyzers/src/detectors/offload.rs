@@ -19,9 +19,10 @@
 //! removes both). Savings: replay without the copies, their waits and the
 //! host time of their copy calls.
 
-use super::{fmt_ns, Cx, Draft};
+use super::{Cx, Draft};
 use crate::causes::Cause;
-use gapscope_collectors::trace::{CopyKind, GpuKind, Ns, NONE};
+use crate::format::duration;
+use gapscope_collectors::trace::{CopyKind, GpuKind, GpuRow, Ns};
 use std::collections::{BTreeMap, HashSet};
 
 /// "Large": far above scalars and metadata, the size of a weight or
@@ -39,12 +40,12 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     } else {
         cx.steps.iter().map(|s| (s.start, s.end)).collect()
     };
-    let mut rows: Vec<u32> = Vec::new();
+    let mut rows: Vec<GpuRow> = Vec::new();
     let mut round_trips = 0usize;
     let mut sizes: Vec<u64> = Vec::new();
     for &(s, e) in &spans {
         // size -> (HtoD rows, DtoH rows)
-        let mut by: BTreeMap<u64, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
+        let mut by: BTreeMap<u64, (Vec<GpuRow>, Vec<GpuRow>)> = BTreeMap::new();
         let first = g.start.partition_point(|&t| t < s);
         for i in first..g.len() {
             if g.start[i] >= e {
@@ -55,8 +56,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             }
             let slot = by.entry(g.bytes[i]).or_default();
             match g.copy_kind[i] {
-                CopyKind::HtoD => slot.0.push(i as u32),
-                CopyKind::DtoH => slot.1.push(i as u32),
+                CopyKind::HtoD => slot.0.push(GpuRow::new(i)),
+                CopyKind::DtoH => slot.1.push(GpuRow::new(i)),
                 _ => {}
             }
         }
@@ -70,7 +71,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 sizes.push(bytes);
             }
         }
-        let busy: Ns = step_rows.iter().map(|&r| g.dur(r as usize)).sum();
+        let busy: Ns = step_rows.iter().map(|&r| g.dur(r.index())).sum();
         if step_trips > 0 && busy as f64 >= MIN_STEP_SHARE * (e - s) as f64 {
             rows.extend(step_rows);
             round_trips += step_trips;
@@ -80,15 +81,15 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         return Vec::new();
     }
     rows.sort_unstable();
-    let set: HashSet<u32> = rows.iter().copied().collect();
+    let set: HashSet<GpuRow> = rows.iter().copied().collect();
+    let in_set = |row: Option<GpuRow>| row.is_some_and(|r| set.contains(&r));
     let pieces = cx.take(claims, |p| {
-        let waits =
-            p.seg.cause == Cause::Sync && p.blocking != NONE && set.contains(&cx.paired_copy(p.blocking));
-        let inside = p.call != NONE && set.contains(&cx.call_gpu[p.call as usize]);
+        let waits = p.seg.cause == Cause::Sync && p.blocking.is_some_and(|b| in_set(cx.paired_copy(b)));
+        let inside = p.call.is_some_and(|c| in_set(cx.call_gpu[c.index()]));
         waits || inside
     });
-    let busy: Ns = rows.iter().map(|&r| g.dur(r as usize)).sum();
-    let bytes: u64 = rows.iter().map(|&r| g.bytes[r as usize]).sum();
+    let busy: Ns = rows.iter().map(|&r| g.dur(r.index())).sum();
+    let bytes: u64 = rows.iter().map(|&r| g.bytes[r.index()]).sum();
     sizes.sort_unstable();
     sizes.dedup();
     // The range the copies were launched in (an offload hook, a module).
@@ -102,7 +103,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             .map(|&b| format!("{:.1} MB", b as f64 / 1e6))
             .collect::<Vec<_>>()
             .join(", "),
-        fmt_ns(busy)
+        duration(busy)
     );
     let place = blame
         .1
@@ -115,7 +116,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
          (`with torch.cuda.stream(copy_stream)`) from pinned buffers with \
          `non_blocking=True`, so the copies overlap compute.",
         bytes as f64 / 1e6 / n as f64,
-        fmt_ns(busy / n)
+        duration(busy / n)
     );
     let mut d = Draft::new("D10", "offload_ping_pong", title, hint);
     d.occurrences = round_trips as u64;
@@ -123,17 +124,16 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     d.edit.remove_gpu = rows.clone();
     for &i in &pieces {
         let p = &cx.pieces[i];
-        if p.blocking != NONE {
-            d.edit.no_wait.push(p.blocking);
+        if let Some(b) = p.blocking {
+            d.edit.no_wait.push(b);
         }
     }
     // The host time of the copy calls goes too: a pageable copy keeps its
     // call busy for as long as the copy runs.
     let rt = &cx.trace.runtime;
     for &r in &rows {
-        let c = cx.trace.links.gpu_launch[r as usize];
-        if c != NONE {
-            let c = c as usize;
+        if let Some(c) = cx.trace.links.gpu_launch[r.index()] {
+            let c = c.index();
             d.edit.remove_cpu.push((rt.thread[c], (rt.start[c], rt.end[c])));
         }
     }

@@ -20,13 +20,14 @@
 //! source, copy queued asynchronously on a side stream and prefetched, so
 //! it overlaps compute).
 
-use super::{fmt_ns, CallClass, Cx, Draft, NOISE_NS, TINY_COPY_BYTES};
-use gapscope_collectors::trace::{GpuKind, MemKind, Ns, NONE};
+use super::{CallClass, Cx, Draft, NOISE_NS, TINY_COPY_BYTES};
+use crate::format::duration;
+use gapscope_collectors::trace::{GpuKind, GpuRow, MemKind, Ns};
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let g = &cx.trace.gpu;
     let (ws, we) = cx.window;
-    let mut copies: Vec<u32> = Vec::new();
+    let mut copies: Vec<GpuRow> = Vec::new();
     let mut busy: Ns = 0;
     let mut bytes: u64 = 0;
     for i in 0..g.len() {
@@ -37,7 +38,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             && g.start[i] < we
             && g.end[i] > ws
         {
-            copies.push(i as u32);
+            copies.push(GpuRow::new(i));
             busy += g.dur(i);
             bytes += g.bytes[i];
         }
@@ -55,7 +56,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     // inside the copy calls are few when the GPU is busy copying.
     let largest = *copies
         .iter()
-        .max_by_key(|&&c| (g.dur(c as usize), std::cmp::Reverse(c)))
+        .max_by_key(|&&c| (g.dur(c.index()), std::cmp::Reverse(c)))
         .expect("copies");
     let blame = cx.launch_blame(largest);
     let place = cx.where_(&blame.0, &blame.2);
@@ -63,8 +64,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         "{} copies use pageable host memory ({:.1} MB, {} of copies, {} idle)",
         copies.len(),
         bytes as f64 / 1e6,
-        fmt_ns(busy),
-        fmt_ns(idle)
+        duration(busy),
+        duration(idle)
     );
     let hint = format!(
         "{place} copies {:.1} MB per step from or to pageable host memory; such copies are \
@@ -86,9 +87,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     d.edit.remove_gpu = copies.clone();
     let rt = &cx.trace.runtime;
     for &r in &copies {
-        let c = cx.trace.links.gpu_launch[r as usize];
-        if c != NONE {
-            let c = c as usize;
+        if let Some(c) = cx.trace.links.gpu_launch[r.index()] {
+            let c = c.index();
             d.edit.remove_cpu.push((rt.thread[c], (rt.start[c], rt.end[c])));
         }
     }

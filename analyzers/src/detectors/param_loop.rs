@@ -21,9 +21,10 @@
 //! for `zero_grad`, the busy time of its kernels (`set_to_none=True` runs
 //! none). Savings: replay without that CPU time (and those kernels).
 
-use super::{fmt_ns, Cx, Draft, MAX_GROUPS};
+use super::{Cx, Draft, MAX_GROUPS};
 use crate::causes::Cause;
-use gapscope_collectors::trace::{Ns, NONE};
+use crate::format::duration;
+use gapscope_collectors::trace::{GpuRow, Ns, OpRow};
 use std::collections::HashMap;
 
 /// Launches of one operator inside one range that make it a loop (ours).
@@ -57,11 +58,11 @@ fn is_user_optimizer_range(name: &str) -> bool {
 }
 
 struct Found {
-    range: u32,
+    range: OpRow,
     kind: Loop,
     op: String,
     repeats: usize,
-    kernels: Vec<u32>,
+    kernels: Vec<GpuRow>,
 }
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
@@ -73,7 +74,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let mut kinds: HashMap<u32, Option<Loop>> = HashMap::new();
     for &th in &cx.ev.launchers {
         for i in t.cpu_ops_of(th) {
-            if ops.start[i] >= we || ops.end[i] <= ws || cx.ops.annotation[i] != i as u32 {
+            if ops.start[i] >= we || ops.end[i] <= ws || cx.ops.annotation[i] != Some(OpRow::new(i)) {
                 continue;
             }
             let name = ops.name[i];
@@ -92,18 +93,17 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 if rt.start[r] >= e {
                     break;
                 }
-                let g = cx.call_gpu[r];
-                if rt.thread[r] != th || g == NONE || !t.gpu.is_busy(g as usize) {
+                let Some(g) = cx.call_gpu[r].filter(|g| rt.thread[r] == th && t.gpu.is_busy(g.index()))
+                else {
                     continue;
-                }
-                let kname = t.strings.get(t.gpu.name[g as usize]);
+                };
+                let kname = t.strings.get(t.gpu.name[g.index()]);
                 if t.links.runtime_gpu_count[r] > 1 || kname.contains("multi_tensor_apply") {
                     fused = true;
                     break;
                 }
                 let op = t.links.runtime_op[r];
-                let o = cx.outer_operator(op);
-                let key = if o == NONE { NONE } else { ops.name[o as usize].0 };
+                let key = cx.name_key(cx.outer_operator(op));
                 *per_op.entry(key).or_default() += 1;
                 kernels.push(g);
             }
@@ -112,13 +112,13 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             }
             if let Some((&op, &repeats)) = per_op.iter().max_by_key(|(k, n)| (**n, std::cmp::Reverse(**k))) {
                 if repeats >= MIN_REPEATS {
-                    let op = if op == NONE {
+                    let op = if op == u32::MAX {
                         String::new()
                     } else {
                         t.strings.get(gapscope_collectors::trace::StrId(op)).to_string()
                     };
                     found.push(Found {
-                        range: i as u32,
+                        range: OpRow::new(i),
                         kind,
                         op,
                         repeats,
@@ -131,7 +131,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     // Nested loop ranges (a user `optimizer` range around
     // `Optimizer.step#…`): keep the innermost, the more specific name.
     let contains = |a: &Found, b: &Found| {
-        let (a, b) = (a.range as usize, b.range as usize);
+        let (a, b) = (a.range.index(), b.range.index());
         a != b && ops.thread[a] == ops.thread[b] && ops.start[a] <= ops.start[b] && ops.end[b] <= ops.end[a]
     };
     let inner: Vec<bool> = found
@@ -146,13 +146,13 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     // One finding per range name, largest first.
     let mut by_name: HashMap<u32, Vec<Found>> = HashMap::new();
     for f in found {
-        by_name.entry(ops.name[f.range as usize].0).or_default().push(f);
+        by_name.entry(ops.name[f.range.index()].0).or_default().push(f);
     }
     let mut drafts: Vec<(Ns, Draft)> = Vec::new();
     for (_, fs) in by_name {
         let mut pieces = Vec::new();
         for f in &fs {
-            let r = f.range as usize;
+            let r = f.range.index();
             let (s, e, th) = (ops.start[r], ops.end[r], ops.thread[r]);
             pieces.extend(cx.take_in(claims, (s, e), |p| {
                 p.thread == Some(th)
@@ -164,15 +164,15 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         }
         let idle = cx.total(&pieces);
         let f0 = &fs[0];
-        let kernels: Vec<u32> = fs.iter().flat_map(|f| f.kernels.iter().copied()).collect();
-        let busy: Ns = kernels.iter().map(|&g| t.gpu.dur(g as usize)).sum();
-        let range_name = t.strings.get(ops.name[f0.range as usize]).to_string();
+        let kernels: Vec<GpuRow> = fs.iter().flat_map(|f| f.kernels.iter().copied()).collect();
+        let busy: Ns = kernels.iter().map(|&g| t.gpu.dur(g.index())).sum();
+        let range_name = t.strings.get(ops.name[f0.range.index()]).to_string();
         let n = cx.n_steps();
         let repeats = fs.iter().map(|f| f.repeats).max().unwrap_or(0);
         let title = format!(
             "`{range_name}` launches `{}` {repeats} times, one small kernel per parameter ({} idle)",
             f0.op,
-            fmt_ns(idle)
+            duration(idle)
         );
         let fix = match f0.kind {
             Loop::ZeroGrad => "Use `optimizer.zero_grad(set_to_none=True)` (the default since \
@@ -192,7 +192,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             "`{range_name}` runs `{}` once per parameter tensor ({repeats} launches), so the GPU \
              idles {} per step between tiny kernels. {fix}",
             f0.op,
-            fmt_ns(idle / n)
+            duration(idle / n)
         );
         let mut d = Draft::new("D4", "per_parameter_loop", title, hint);
         d.occurrences = fs.len() as u64;
@@ -201,7 +201,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             d.edit.remove_gpu = kernels.clone();
             d.edit.remove_gpu.sort_unstable();
             for f in &fs {
-                let r = f.range as usize;
+                let r = f.range.index();
                 d.edit
                     .remove_cpu
                     .push((ops.thread[r], (ops.start[r], ops.end[r])));

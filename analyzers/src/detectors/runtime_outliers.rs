@@ -61,11 +61,12 @@
 //! delays are not estimable (nothing in the trace says what held the
 //! queued work, so the replay has no edge to shorten) and report 0.
 
-use super::{
-    api_name, fmt_ns, times, CallClass, Cx, Draft, MAX_EVIDENCE, MAX_GROUPS, NOISE_NS, SLOW_CALL_NS,
-};
+use super::shared::blame::{Blame, BlameRows, NameKey};
+use super::{CallClass, Cx, Draft, MAX_EVIDENCE, MAX_GROUPS, NOISE_NS, SLOW_CALL_NS};
 use crate::causes::Cause;
-use gapscope_collectors::trace::{Ns, StrId, Strings, ThreadId, NONE};
+use crate::format::{duration, times};
+use crate::names::{api_name, is_launch_api};
+use gapscope_collectors::trace::{CallRow, GpuRow, Ns, StrId, Strings, ThreadId};
 use std::collections::HashMap;
 
 /// No runtime call shorter than this is an outlier (HTA's
@@ -129,25 +130,23 @@ pub(crate) fn usual(sample: &mut [Ns], floor: Ns) -> Usual {
     }
 }
 
-type Blame = (Option<String>, Option<String>, Option<String>);
-
 /// The `(operator, annotation, source)` of the calls, weighted by idle
 /// time: the outermost operator around each call, its annotation and
 /// source line; the heaviest wins.
-fn call_blame(cx: &Cx, calls: &[(u32, Ns)]) -> Blame {
-    let ops = &cx.trace.cpu_ops;
-    let mut by: HashMap<(u32, u32, StrId), Ns> = HashMap::new();
-    let mut rep: HashMap<(u32, u32, StrId), (u32, u32)> = HashMap::new();
+fn call_blame(cx: &Cx, calls: &[(CallRow, Ns)]) -> Blame {
+    let mut by: HashMap<NameKey, Ns> = HashMap::new();
+    let mut rep: HashMap<NameKey, BlameRows> = HashMap::new();
     for &(c, w) in calls {
-        let op = cx.trace.links.runtime_op[c as usize];
-        let (outer, ann, src) = if op == NONE {
-            (NONE, NONE, Strings::EMPTY)
-        } else {
-            let o = op as usize;
-            (cx.outer_operator(op), cx.ops.annotation[o], cx.ops.source[o])
+        let op = cx.trace.links.runtime_op[c.index()];
+        let (outer, ann, src) = match op {
+            None => (None, None, Strings::EMPTY),
+            Some(o) => (
+                cx.outer_operator(op),
+                cx.ops.annotation[o.index()],
+                cx.ops.source[o.index()],
+            ),
         };
-        let name = |r: u32| if r == NONE { NONE } else { ops.name[r as usize].0 };
-        let key = (name(outer), name(ann), src);
+        let key = (cx.name_key(outer), cx.name_key(ann), src);
         *by.entry(key).or_default() += w;
         rep.entry(key).or_insert((outer, ann));
     }
@@ -162,25 +161,27 @@ fn call_blame(cx: &Cx, calls: &[(u32, Ns)]) -> Blame {
 }
 
 /// Distinct calls behind pieces, each with the idle time inside it.
-fn calls_of(cx: &Cx, pieces: &[usize]) -> Vec<(u32, Ns)> {
-    let mut by: HashMap<u32, Ns> = HashMap::new();
+fn calls_of(cx: &Cx, pieces: &[usize]) -> Vec<(CallRow, Ns)> {
+    let mut by: HashMap<CallRow, Ns> = HashMap::new();
     for &i in pieces {
         let p = &cx.pieces[i];
-        *by.entry(p.call).or_default() += p.dur();
+        if let Some(c) = p.call {
+            *by.entry(c).or_default() += p.dur();
+        }
     }
-    let mut v: Vec<(u32, Ns)> = by.into_iter().collect();
+    let mut v: Vec<(CallRow, Ns)> = by.into_iter().collect();
     v.sort_unstable();
     v
 }
 
-fn api<'a>(cx: &Cx<'a>, call: u32) -> &'a str {
-    cx.trace.strings.get(cx.trace.runtime.name[call as usize])
+fn api<'a>(cx: &Cx<'a>, call: CallRow) -> &'a str {
+    cx.trace.strings.get(cx.trace.runtime.name[call.index()])
 }
 
 /// The call's span on its thread.
-fn call_span(cx: &Cx, c: u32) -> (ThreadId, (Ns, Ns)) {
+fn call_span(cx: &Cx, c: CallRow) -> (ThreadId, (Ns, Ns)) {
     let rt = &cx.trace.runtime;
-    let c = c as usize;
+    let c = c.index();
     (rt.thread[c], (rt.start[c], rt.end[c]))
 }
 
@@ -213,7 +214,7 @@ fn allocator_calls(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
         .unwrap_or_default();
     let blame = call_blame(cx, &calls);
     let place = cx.where_(&blame.0, &blame.2);
-    let per_step = fmt_ns(idle / cx.n_steps());
+    let per_step = duration(idle / cx.n_steps());
     let mut parts: Vec<(Ns, &str)> = vec![
         (
             frees,
@@ -245,7 +246,7 @@ fn allocator_calls(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     let title = format!(
         "{} allocator calls ({main_api}, ...) inside the steps leave the GPU idle {}",
         calls.len(),
-        fmt_ns(idle)
+        duration(idle)
     );
     let hint = format!(
         "{place} calls the CUDA allocator ({main_api}) inside the step, {per_step} idle per \
@@ -264,14 +265,6 @@ fn allocator_calls(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     d.pieces = pieces;
     d.blame = Some(blame);
     Some(d)
-}
-
-/// True for the APIs that launch work (kernels or graphs).
-fn is_launch_api(name: &str) -> bool {
-    name.contains("LaunchKernel")
-        || name.contains("LaunchCooperativeKernel")
-        || name.contains("GraphLaunch")
-        || name.starts_with("cuLaunch")
 }
 
 /// Durations of the calls named in `names` on the device's launching
@@ -302,8 +295,8 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let rt = &cx.trace.runtime;
     let mut names: HashMap<StrId, Vec<Ns>> = HashMap::new();
     for (i, p) in cx.pieces.iter().enumerate() {
-        if !claims[i] && p.class == Some(CallClass::Slow) {
-            names.entry(rt.name[p.call as usize]).or_default();
+        if let Some(c) = p.call.filter(|_| !claims[i] && p.class == Some(CallClass::Slow)) {
+            names.entry(rt.name[c.index()]).or_default();
         }
     }
     if names.is_empty() {
@@ -313,16 +306,18 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         .into_iter()
         .map(|(k, mut v)| (k, usual(&mut v, RUNTIME_FLOOR_NS)))
         .collect();
-    let dur = |c: u32| rt.end[c as usize] - rt.start[c as usize];
+    let dur = |c: usize| rt.end[c] - rt.start[c];
     let taken = cx.take(claims, |p| {
         p.class == Some(CallClass::Slow)
-            && usual_of
-                .get(&rt.name[p.call as usize])
-                .is_some_and(|u| dur(p.call) > u.threshold)
+            && p.call
+                .map(CallRow::index)
+                .is_some_and(|c| usual_of.get(&rt.name[c]).is_some_and(|u| dur(c) > u.threshold))
     });
     let mut by: HashMap<StrId, Vec<usize>> = HashMap::new();
     for i in taken {
-        by.entry(rt.name[cx.pieces[i].call as usize]).or_default().push(i);
+        if let Some(c) = cx.pieces[i].call {
+            by.entry(rt.name[c.index()]).or_default().push(i);
+        }
     }
     let mut groups: Vec<(StrId, Vec<usize>)> = by.into_iter().collect();
     groups.sort_by_key(|(k, v)| (std::cmp::Reverse(cx.total(v)), *k));
@@ -340,14 +335,14 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         let u = usual_of[&name];
         let api = cx.trace.strings.get(name).to_string();
         let calls = calls_of(cx, &pieces);
-        let longest = calls.iter().map(|&(c, _)| dur(c)).max().unwrap_or(0);
+        let longest = calls.iter().map(|&(c, _)| dur(c.index())).max().unwrap_or(0);
         let blame = call_blame(cx, &calls);
         let place = cx.where_(&blame.0, &blame.2);
-        let per_step = fmt_ns(idle / cx.n_steps());
+        let per_step = duration(idle / cx.n_steps());
         let usual_text = if u.samples >= MIN_SAMPLES {
-            format!("usually {}", fmt_ns(u.median))
+            format!("usually {}", duration(u.median))
         } else {
-            format!("over {}", fmt_ns(RUNTIME_FLOOR_NS))
+            format!("over {}", duration(RUNTIME_FLOOR_NS))
         };
         let title = format!(
             "{} `{api}` {} up to {} ({usual_text}) and {} the GPU idle {}",
@@ -357,9 +352,9 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             } else {
                 "calls take"
             },
-            fmt_ns(longest),
+            duration(longest),
             if calls.len() == 1 { "leaves" } else { "leave" },
-            fmt_ns(idle)
+            duration(idle)
         );
         let bare = api_name(&api);
         let advice = if is_launch_api(bare) {
@@ -388,7 +383,7 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         let hint = format!(
             "{place} makes `{api}` calls that take up to {} ({usual_text}) while the GPU waits, \
              {per_step} idle per step. {advice}",
-            fmt_ns(longest)
+            duration(longest)
         );
         let mut d = Draft::new("D14", "slow_runtime_calls", title, hint);
         d.occurrences = calls.len() as u64;
@@ -413,8 +408,8 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
 
 /// One launch whose work waited in the queue on an idle device.
 struct Delayed {
-    row: u32,
-    call: u32,
+    row: GpuRow,
+    call: CallRow,
     /// Idle pieces from the call to the work, latest first.
     pieces: Vec<usize>,
     /// The idle part after the call returned.
@@ -432,16 +427,16 @@ fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         if g.device[k] != cx.device || !g.is_busy(k) || g.start[k] <= ws || g.start[k] > we {
             continue;
         }
-        let call = t.links.gpu_launch[k];
-        if call == NONE {
+        let Some(call) = t.links.gpu_launch[k] else {
             continue;
-        }
+        };
         // Graph replays: only the graph's first row waited for the launch.
-        if t.links.runtime_gpu_count[call as usize] > 1 && cx.call_gpu[call as usize] != k as u32 {
+        let row = GpuRow::new(k);
+        if t.links.runtime_gpu_count[call.index()] > 1 && cx.call_gpu[call.index()] != Some(row) {
             continue;
         }
         let start = g.start[k];
-        let ret = rt.end[call as usize];
+        let ret = rt.end[call.index()];
         if ret >= start {
             continue;
         }
@@ -476,7 +471,7 @@ fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             used[i] = true;
         }
         found.push(Delayed {
-            row: k as u32,
+            row,
             call,
             pieces,
             queued,
@@ -485,10 +480,7 @@ fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     // The usual queued-idle time per launching API.
     let mut samples: HashMap<StrId, Vec<Ns>> = HashMap::new();
     for d in &found {
-        samples
-            .entry(rt.name[d.call as usize])
-            .or_default()
-            .push(d.queued);
+        samples.entry(rt.name[d.call.index()]).or_default().push(d.queued);
     }
     let usual_of: HashMap<StrId, Usual> = samples
         .into_iter()
@@ -496,7 +488,7 @@ fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         .collect();
     let mut by: HashMap<StrId, Vec<&Delayed>> = HashMap::new();
     for d in &found {
-        let name = rt.name[d.call as usize];
+        let name = rt.name[d.call.index()];
         if d.queued > usual_of[&name].threshold {
             by.entry(name).or_default().push(d);
         }
@@ -515,15 +507,15 @@ fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         let queued: Ns = ds.iter().map(|d| d.queued).sum();
         let longest = ds.iter().map(|d| d.queued).max().unwrap_or(0);
         let api = t.strings.get(name).to_string();
-        let calls: Vec<(u32, Ns)> = ds.iter().map(|d| (d.call, cx.total(&d.pieces))).collect();
+        let calls: Vec<(CallRow, Ns)> = ds.iter().map(|d| (d.call, cx.total(&d.pieces))).collect();
         let blame = call_blame(cx, &calls);
         let place = cx.where_(&blame.0, &blame.2);
         let title = format!(
             "Work launched with `{api}` waited in the queue on an idle GPU {} ({} in total, up \
              to {})",
             times(ds.len()),
-            fmt_ns(queued),
-            fmt_ns(longest)
+            duration(queued),
+            duration(longest)
         );
         let hint = format!(
             "Work launched by {place} sat queued for up to {} after `{api}` returned while \
@@ -535,8 +527,8 @@ fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
              (a sampled or truncated trace, events Kineto dropped when its buffers filled). \
              Profile again with the GPU to yourself; if the delay stays, check what the stream \
              waits on.",
-            fmt_ns(longest),
-            fmt_ns(idle / cx.n_steps())
+            duration(longest),
+            duration(idle / cx.n_steps())
         );
         let mut d = Draft::new("D14", "launch_delay_outliers", title, hint);
         d.occurrences = ds.len() as u64;

@@ -22,13 +22,15 @@
 //! the drain after each sync ([`Cx::drain_after`](super::Cx::drain_after),
 //! as for D5).
 
-use super::{fmt_ns, CallClass, Cx, Draft, SiteGroup, SyncKind};
+use super::{CallClass, Cx, Draft, SiteGroup, SyncKind};
 use crate::causes::Cause;
-use gapscope_collectors::trace::NONE;
+use crate::format::duration;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, |p| {
-        (p.seg.cause == Cause::Sync && p.blocking != NONE && cx.sync_kind(p.blocking).0 == SyncKind::TinyHtoD)
+        (p.seg.cause == Cause::Sync
+            && p.blocking
+                .is_some_and(|b| cx.sync_kind(b).0 == SyncKind::TinyHtoD))
             || (p.seg.cause != Cause::Sync && p.class == Some(CallClass::TinyHtoD))
     });
     groups
@@ -40,7 +42,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 "{place} copies a {}-byte value from the host to the GPU {} times ({} idle)",
                 g.max_bytes,
                 g.copies.len().max(1),
-                fmt_ns(g.idle_ns)
+                duration(g.idle_ns)
             );
             let hint = format!(
                 "{place} turns a host number into a CUDA tensor (`torch.tensor(x, device=\"cuda\")` \
@@ -49,7 +51,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                  `torch.sqrt(torch.tensor(d, device=\"cuda\"))`), pass the Python number \
                  straight to the tensor op (`x * scale`), or create the constant once on the \
                  device outside the loop.",
-                fmt_ns(g.idle_ns / cx.n_steps())
+                duration(g.idle_ns / cx.n_steps())
             );
             let mut d = cx.sync_draft(g, "D7", "scalar_host_to_device_copy", title, hint);
             d.drain_ns = cx.drain_after(&g.pieces);
@@ -69,28 +71,22 @@ fn remove_copy_ops(cx: &Cx, g: &SiteGroup, d: &mut Draft) {
     let rt = &cx.trace.runtime;
     let ops = &cx.trace.cpu_ops;
     for &copy in &g.copies {
-        let call = cx.trace.links.gpu_launch[copy as usize];
-        if call == NONE {
+        let Some(call) = cx.trace.links.gpu_launch[copy.index()].map(|c| c.index()) else {
             continue;
-        }
-        let op = cx.outer_operator(cx.trace.links.runtime_op[call as usize]);
-        let (t, span) = if op == NONE {
-            (
-                rt.thread[call as usize],
-                (rt.start[call as usize], rt.end[call as usize]),
-            )
-        } else {
-            (
-                ops.thread[op as usize],
-                (ops.start[op as usize], ops.end[op as usize]),
-            )
+        };
+        let (t, span) = match cx.outer_operator(cx.trace.links.runtime_op[call]) {
+            None => (rt.thread[call], (rt.start[call], rt.end[call])),
+            Some(op) => {
+                let o = op.index();
+                (ops.thread[o], (ops.start[o], ops.end[o]))
+            }
         };
         d.edit.remove_cpu.push((t, span));
         if d.edit.remove_gpu.binary_search(&copy).is_err() {
             let i = d.edit.remove_gpu.partition_point(|&r| r < copy);
             d.edit.remove_gpu.insert(i, copy);
             let gpu = &cx.trace.gpu;
-            d.removed_busy_ns += gpu.end[copy as usize] - gpu.start[copy as usize];
+            d.removed_busy_ns += gpu.end[copy.index()] - gpu.start[copy.index()];
         }
     }
     d.edit.remove_cpu.sort_unstable();

@@ -22,9 +22,10 @@
 //! annotation (or operator) that launched the run. Savings: replay without
 //! that CPU and launch time (what fusion or CUDA graphs remove).
 
-use super::{fmt_ns, pct, Cx, Draft};
+use super::{Cx, Draft};
 use crate::causes::Cause;
-use gapscope_collectors::trace::{GpuKind, Ns, NONE};
+use crate::format::{duration, percent_whole};
+use gapscope_collectors::trace::{GpuKind, GpuRow, Ns};
 use std::collections::HashMap;
 
 /// A kernel shorter than this is "small" (HTA/TraceLens: 10 µs).
@@ -37,7 +38,7 @@ pub const MIN_RUN: usize = 32;
 pub const MAX_BUSY_SHARE: f64 = 0.5;
 
 struct Run {
-    rows: Vec<u32>,
+    rows: Vec<GpuRow>,
     busy: Ns,
     span: (Ns, Ns),
 }
@@ -82,7 +83,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         };
         let title = format!(
             "{who} launches {kernels} small kernels back to back; the GPU is idle {} of that time",
-            pct(span - busy, span)
+            percent_whole(span - busy, span)
         );
         let hint = format!(
             "{who} launches {kernels} kernels averaging {} each, and the GPU waits for the CPU \
@@ -90,15 +91,15 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
              multi-tensor (`foreach=True`) or `fused=True` variants where they exist, or capture \
              the region with CUDA Graphs (`torch.compile(mode=\"reduce-overhead\")` or \
              `torch.cuda.graphs`) so it is launched once.",
-            fmt_ns(busy / kernels.max(1) as Ns),
-            fmt_ns(idle / cx.n_steps())
+            duration(busy / kernels.max(1) as Ns),
+            duration(idle / cx.n_steps())
         );
         let mut d = Draft::new("D3", "small_kernel_launches", title, hint);
         d.occurrences = kernels as u64;
         for r in rs.iter().take(super::MAX_EVIDENCE / 2) {
             d.evidence.push(super::Evidence {
                 kind: "gpu_run".into(),
-                row: Some(r.rows[0]),
+                row: Some(r.rows[0].get()),
                 start_ns: r.span.0,
                 end_ns: r.span.1,
             });
@@ -114,17 +115,17 @@ fn runs(cx: &Cx) -> Vec<Run> {
     let g = &t.gpu;
     let (ws, we) = cx.window;
     let mut out = Vec::new();
-    let mut cur: Vec<u32> = Vec::new();
+    let mut cur: Vec<GpuRow> = Vec::new();
     let mut busy_until = Ns::MIN;
-    let close = |cur: &mut Vec<u32>, out: &mut Vec<Run>| {
+    let close = |cur: &mut Vec<GpuRow>, out: &mut Vec<Run>| {
         if cur.len() >= MIN_RUN {
             let span = (
-                g.start[cur[0] as usize],
-                cur.iter().map(|&r| g.end[r as usize]).max().unwrap(),
+                g.start[cur[0].index()],
+                cur.iter().map(|&r| g.end[r.index()]).max().unwrap(),
             );
             let busy = crate::intervals::total(&crate::intervals::union(
                 cur.iter()
-                    .map(|&r| (g.start[r as usize], g.end[r as usize]))
+                    .map(|&r| (g.start[r.index()], g.end[r.index()]))
                     .collect(),
             ));
             if (busy as f64) < MAX_BUSY_SHARE * (span.1 - span.0) as f64 {
@@ -145,15 +146,14 @@ fn runs(cx: &Cx) -> Vec<Run> {
         if g.device[i] != cx.device || !g.is_busy(i) {
             continue;
         }
-        let call = t.links.gpu_launch[i];
-        let graph = call != NONE && t.links.runtime_gpu_count[call as usize] > 1;
+        let graph = t.links.gpu_launch[i].is_some_and(|c| t.links.runtime_gpu_count[c.index()] > 1);
         let small = g.kind[i] == GpuKind::Kernel && g.dur(i) < SHORT_KERNEL_NS && !graph;
         let near = busy_until == Ns::MIN || g.start[i] - busy_until < MAX_GAP_NS;
         if !small || !near {
             close(&mut cur, &mut out);
         }
         if small {
-            cur.push(i as u32);
+            cur.push(GpuRow::new(i));
         }
         busy_until = busy_until.max(g.end[i]);
     }

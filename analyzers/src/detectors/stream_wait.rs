@@ -44,9 +44,10 @@
 //! (it depends on whether the producer can start earlier or be split).
 //! Attribution: the operator that launched the producer.
 
-use super::{fmt_ns, times, Cx, Draft, Evidence, MAX_EVIDENCE, NOISE_NS};
-use crate::kinds::is_communication_name;
-use gapscope_collectors::trace::{GpuKind, Ns, StrId, NONE};
+use super::{Cx, Draft, Evidence, MAX_EVIDENCE, NOISE_NS};
+use crate::format::{duration, times};
+use crate::names::{is_communication_name, is_wait_api, is_wait_record_name};
+use gapscope_collectors::trace::{CallRow, GpuKind, GpuRow, Ns, StrId};
 use std::collections::{HashMap, HashSet};
 
 /// Longest time from the producer's end to the consumer's start for the
@@ -63,58 +64,50 @@ const LOOKAHEAD: usize = 64;
 /// One stream told to wait, and when.
 struct Wait {
     stream: i64,
-    /// The wait call (`runtime` row), or [`NONE`] for a record without one.
-    call: u32,
-    /// The sync record (`gpu` row), or [`NONE`].
-    record: u32,
+    /// The wait call (`runtime` row); `None` for a record without one.
+    call: Option<CallRow>,
+    /// The sync record (`gpu` row), if any.
+    record: Option<GpuRow>,
     /// When the wait was issued: the call's end, else the record's start.
     at: Ns,
 }
 
 /// One consumer that waited, and on what.
 struct Waited {
-    consumer: u32,
-    producer: u32,
+    consumer: GpuRow,
+    producer: GpuRow,
     span: (Ns, Ns),
     wait: Wait,
-}
-
-fn is_wait_api(name: &str) -> bool {
-    name.contains("StreamWaitEvent")
 }
 
 pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
     let t = cx.trace;
     let (g, rt) = (&t.gpu, &t.runtime);
     let (ws, we) = cx.window;
-    let mut per_stream: HashMap<i64, Vec<u32>> = HashMap::new();
-    let mut by_end: Vec<u32> = Vec::new();
+    let mut per_stream: HashMap<i64, Vec<GpuRow>> = HashMap::new();
+    let mut by_end: Vec<GpuRow> = Vec::new();
     let mut waits: Vec<Wait> = Vec::new();
-    let mut recorded: HashSet<u32> = HashSet::new();
+    let mut recorded: HashSet<CallRow> = HashSet::new();
     for i in 0..g.len() {
         if g.device[i] != cx.device || g.start[i] >= we || g.end[i] <= ws {
             continue;
         }
         if g.is_busy(i) {
-            per_stream.entry(g.stream[i]).or_default().push(i as u32);
-            by_end.push(i as u32);
+            per_stream.entry(g.stream[i]).or_default().push(GpuRow::new(i));
+            by_end.push(GpuRow::new(i));
         } else if g.kind[i] == GpuKind::Sync
             && g.stream[i] >= 0
-            && t.strings.get(g.name[i]).contains("Wait Event")
+            && is_wait_record_name(t.strings.get(g.name[i]))
         {
             let call = t.links.gpu_launch[i];
-            if call != NONE {
-                recorded.insert(call);
+            if let Some(c) = call {
+                recorded.insert(c);
             }
             waits.push(Wait {
                 stream: g.stream[i],
                 call,
-                record: i as u32,
-                at: if call != NONE {
-                    rt.end[call as usize]
-                } else {
-                    g.start[i]
-                },
+                record: Some(GpuRow::new(i)),
+                at: call.map_or(g.start[i], |c| rt.end[c.index()]),
             });
         }
     }
@@ -122,8 +115,8 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
     if waits.is_empty() {
         return Vec::new();
     }
-    by_end.sort_by_key(|&r| (g.end[r as usize], r));
-    let mut seen: HashSet<u32> = HashSet::new();
+    by_end.sort_by_key(|&r| (g.end[r.index()], r));
+    let mut seen: HashSet<GpuRow> = HashSet::new();
     let mut found: Vec<Waited> = Vec::new();
     for w in waits {
         let Some(rows) = per_stream.get(&w.stream) else {
@@ -132,21 +125,21 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
         let Some((k, ready)) = consumer(cx, rows, &w) else {
             continue;
         };
-        let start = g.start[k as usize];
+        let start = g.start[k.index()];
         if start - ready < NOISE_NS || seen.contains(&k) {
             continue;
         }
         // The producer: the row of another stream that ended last by then.
-        let j = by_end.partition_point(|&r| g.end[r as usize] <= start);
+        let j = by_end.partition_point(|&r| g.end[r.index()] <= start);
         let Some(&p) = by_end[..j]
             .iter()
             .rev()
             .take(LOOKAHEAD)
-            .find(|&&r| g.stream[r as usize] != w.stream)
+            .find(|&&r| g.stream[r.index()] != w.stream)
         else {
             continue;
         };
-        let p_end = g.end[p as usize];
+        let p_end = g.end[p.index()];
         if start - p_end > PRODUCER_SLACK_NS || p_end <= ready {
             continue;
         }
@@ -160,7 +153,7 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
     }
     let (comm, other): (Vec<Waited>, Vec<Waited>) = found
         .into_iter()
-        .partition(|x| is_communication_name(t.strings.get(g.name[x.producer as usize])));
+        .partition(|x| is_communication_name(t.strings.get(g.name[x.producer.index()])));
     [draft(cx, comm, true), draft(cx, other, false)]
         .into_iter()
         .flatten()
@@ -169,14 +162,14 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
 
 /// Waits known only from their runtime call: the stream is that of the
 /// next row of this device the same thread launches.
-fn unrecorded_waits(cx: &Cx, recorded: &HashSet<u32>) -> Vec<Wait> {
+fn unrecorded_waits(cx: &Cx, recorded: &HashSet<CallRow>) -> Vec<Wait> {
     let t = cx.trace;
     let rt = &t.runtime;
     let (ws, we) = cx.window;
     let mut out = Vec::new();
     let mut wait_api: HashMap<StrId, bool> = HashMap::new();
     for c in 0..rt.len() {
-        if rt.start[c] >= we || rt.end[c] <= ws || recorded.contains(&(c as u32)) {
+        if rt.start[c] >= we || rt.end[c] <= ws || recorded.contains(&CallRow::new(c)) {
             continue;
         }
         let name = rt.name[c];
@@ -193,13 +186,13 @@ fn unrecorded_waits(cx: &Cx, recorded: &HashSet<u32>) -> Vec<Wait> {
             .take(LOOKAHEAD * LOOKAHEAD)
             .filter(|&r| rt.thread[r] == thread)
             .take(LOOKAHEAD)
-            .map(|r| cx.call_gpu[r])
-            .find(|&row| row != NONE && t.gpu.is_busy(row as usize));
+            .filter_map(|r| cx.call_gpu[r])
+            .find(|&row| t.gpu.is_busy(row.index()));
         if let Some(row) = next {
             out.push(Wait {
-                stream: t.gpu.stream[row as usize],
-                call: c as u32,
-                record: NONE,
+                stream: t.gpu.stream[row.index()],
+                call: Some(CallRow::new(c)),
+                record: None,
                 at: rt.end[c],
             });
         }
@@ -209,30 +202,24 @@ fn unrecorded_waits(cx: &Cx, recorded: &HashSet<u32>) -> Vec<Wait> {
 
 /// The first row of the waiting stream launched after the wait (by the
 /// waiting thread when the wait call is known), and when it was ready.
-fn consumer(cx: &Cx, rows: &[u32], w: &Wait) -> Option<(u32, Ns)> {
+fn consumer(cx: &Cx, rows: &[GpuRow], w: &Wait) -> Option<(GpuRow, Ns)> {
     let t = cx.trace;
     let (g, rt) = (&t.gpu, &t.runtime);
-    let first = rows.partition_point(|&r| g.start[r as usize] < w.at);
+    let first = rows.partition_point(|&r| g.start[r.index()] < w.at);
     for (n, &k) in rows[first..].iter().enumerate().take(LOOKAHEAD) {
-        let launch = t.links.gpu_launch[k as usize];
-        let launched_after = match (launch, w.call) {
-            (NONE, _) => true,
-            (l, NONE) => rt.start[l as usize] >= w.at,
-            (l, c) => {
-                rt.start[l as usize] >= rt.start[c as usize] && rt.thread[l as usize] == rt.thread[c as usize]
-            }
+        let launch = t.links.gpu_launch[k.index()];
+        let launched_after = match (launch.map(CallRow::index), w.call.map(CallRow::index)) {
+            (None, _) => true,
+            (Some(l), None) => rt.start[l] >= w.at,
+            (Some(l), Some(c)) => rt.start[l] >= rt.start[c] && rt.thread[l] == rt.thread[c],
         };
         if !launched_after {
             continue;
         }
         let prev_end = (first + n)
             .checked_sub(1)
-            .map_or(Ns::MIN, |i| g.end[rows[i] as usize]);
-        let launched = if launch == NONE {
-            Ns::MIN
-        } else {
-            rt.end[launch as usize]
-        };
+            .map_or(Ns::MIN, |i| g.end[rows[i].index()]);
+        let launched = launch.map_or(Ns::MIN, |l| rt.end[l.index()]);
         return Some((k, w.at.max(prev_end).max(launched)));
     }
     None
@@ -249,8 +236,8 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
     // The heaviest (waiting stream, producer stream, producer name).
     let mut by: HashMap<(i64, i64, u32), Ns> = HashMap::new();
     for x in &found {
-        let p = x.producer as usize;
-        let key = (g.stream[x.consumer as usize], g.stream[p], g.name[p].0);
+        let p = x.producer.index();
+        let key = (g.stream[x.consumer.index()], g.stream[p], g.name[p].0);
         *by.entry(key).or_default() += x.span.1 - x.span.0;
     }
     let ((s, ps, pname), _) = by
@@ -260,7 +247,7 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
     let count = found.len();
     let blame = {
         // The producer's launching operator, weighted by waiting time.
-        let mut w: HashMap<u32, Ns> = HashMap::new();
+        let mut w: HashMap<GpuRow, Ns> = HashMap::new();
         for x in &found {
             *w.entry(x.producer).or_default() += x.span.1 - x.span.0;
         }
@@ -278,7 +265,7 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
             format!(
                 "Stream {s} waits {} for communication on stream {ps} ({} in total)",
                 times(count),
-                fmt_ns(waited)
+                duration(waited)
             ),
             format!(
                 "Work on stream {s} waits for the collective `{producer}` on stream {ps}{from}, \
@@ -287,7 +274,7 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
                  use `no_sync()` during gradient accumulation; with FSDP, enable \
                  `forward_prefetch` and `backward_prefetch`; with `dist.all_reduce(..., \
                  async_op=True)`, call `work.wait()` as late as possible.",
-                fmt_ns(waited)
+                duration(waited)
             ),
         )
     } else {
@@ -296,7 +283,7 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
             format!(
                 "Stream {s} waits {} on work of stream {ps} ({} in total)",
                 times(count),
-                fmt_ns(waited)
+                duration(waited)
             ),
             format!(
                 "Work on stream {s} waits for an event recorded after `{producer}` on stream \
@@ -304,7 +291,7 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
                  output, split the producer or record the event earlier (`event.record()` right \
                  after the part that is needed) so the streams overlap; start the producer \
                  earlier (prefetch copies one step ahead) so it is done when it is needed.",
-                fmt_ns(waited)
+                duration(waited)
             ),
         )
     };
@@ -321,7 +308,7 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
         d.evidence.push(cx.gpu_evidence(x.producer));
         d.evidence.push(Evidence {
             kind: "stream_wait".into(),
-            row: (x.wait.record != NONE).then_some(x.wait.record),
+            row: x.wait.record.map(GpuRow::get),
             start_ns: x.span.0,
             end_ns: x.span.1,
         });

@@ -21,13 +21,13 @@
 //! the waits (the copy issued `non_blocking` from pinned memory, one sync
 //! where the data is consumed).
 
-use super::{fmt_ns, CallClass, Cx, Draft, SyncKind};
+use super::{CallClass, Cx, Draft, SyncKind};
 use crate::causes::Cause;
-use gapscope_collectors::trace::NONE;
+use crate::format::duration;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, |p| {
-        (p.seg.cause == Cause::Sync && p.blocking != NONE && cx.sync_kind(p.blocking).0 == SyncKind::Copy)
+        (p.seg.cause == Cause::Sync && p.blocking.is_some_and(|b| cx.sync_kind(b).0 == SyncKind::Copy))
             || (p.seg.cause != Cause::Sync && p.class == Some(CallClass::SyncCopy))
     });
     groups
@@ -38,14 +38,14 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let title = format!(
                 "{place} makes {} copies synchronous ({} idle)",
                 g.calls.len(),
-                fmt_ns(g.idle_ns)
+                duration(g.idle_ns)
             );
             let hint = format!(
                 "Copies at {place} block the CPU until they finish, {} idle per step. Issue them \
                  with `non_blocking=True` from pinned memory (`tensor.pin_memory()` once, or \
                  `DataLoader(pin_memory=True)`) and synchronize once, only where the result is \
                  used on the host; use `cudaMemcpyAsync` / `cudaMemsetAsync` in extensions.",
-                fmt_ns(g.idle_ns / cx.n_steps())
+                duration(g.idle_ns / cx.n_steps())
             );
             cx.sync_draft(g, "D9", "synchronous_copy", title, hint)
         })

@@ -13,8 +13,9 @@
 //! change the picture). Not idle time and not estimable from a timeline:
 //! `idle_ns`, `explained_ns` and `est_savings_ns` are 0.
 
-use super::{fmt_ns, pct, Cx, Draft};
-use gapscope_collectors::trace::{GpuKind, Ns};
+use super::{Cx, Draft};
+use crate::format::{duration, percent_whole};
+use gapscope_collectors::trace::{GpuKind, GpuRow, Ns};
 use std::collections::HashMap;
 
 /// Share of kernel time in underfilled kernels to report them (ours).
@@ -29,7 +30,7 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
     let g = &t.gpu;
     let (ws, we) = cx.window;
     let (mut kernel_ns, mut small_ns, mut count) = (0 as Ns, 0 as Ns, 0u64);
-    let mut by_name: HashMap<u32, (Ns, u32)> = HashMap::new();
+    let mut by_name: HashMap<u32, (Ns, GpuRow)> = HashMap::new();
     for i in 0..g.len() {
         if g.device[i] != cx.device || g.kind[i] != GpuKind::Kernel || g.start[i] >= we || g.end[i] <= ws {
             continue;
@@ -39,7 +40,7 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
         if blocks > 0 && blocks < u64::from(sms) {
             small_ns += g.dur(i);
             count += 1;
-            let e = by_name.entry(g.name[i].0).or_insert((0, i as u32));
+            let e = by_name.entry(g.name[i].0).or_insert((0, GpuRow::new(i)));
             e.0 += g.dur(i);
         }
     }
@@ -49,7 +50,7 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
     let (_, &(ns, row)) = by_name
         .iter()
         .max_by_key(|(k, v)| (v.0, std::cmp::Reverse(**k)))?;
-    let r = row as usize;
+    let r = row.index();
     let kname = t.strings.get(g.name[r]);
     let short: String = kname.chars().take(80).collect();
     let blocks: u64 = g.grid[r].iter().map(|&x| u64::from(x)).product();
@@ -58,14 +59,14 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
         "underfilled_kernels",
         format!(
             "{count} kernels launch fewer blocks than the {sms} SMs ({} of kernel time)",
-            pct(small_ns, kernel_ns)
+            percent_whole(small_ns, kernel_ns)
         ),
         format!(
             "`{short}` runs {blocks} blocks on a GPU with {sms} SMs ({} in total), so most SMs \
              sit unused while the GPU counts as busy. Give each kernel more parallel work: a \
              larger batch, fusing small operators (`torch.compile`), or batching independent \
              small ops together; check the kernel with Nsight Compute.",
-            fmt_ns(ns)
+            duration(ns)
         ),
     );
     d.occurrences = count;

@@ -24,7 +24,7 @@
 //! so that runs profiled at different step numbers still line up.
 
 use crate::intervals::Span;
-use gapscope_collectors::trace::{CpuOpKind, GpuKind, Ns, Trace, NONE};
+use gapscope_collectors::trace::{CpuOpKind, GpuKind, Ns, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -134,12 +134,7 @@ pub fn collect(trace: &Trace, window: Span) -> OpTotals {
     }
     let gpu = &trace.gpu;
     for i in 0..gpu.len() {
-        let launch = trace.links.gpu_launch[i];
-        let at = if launch == NONE {
-            gpu.start[i]
-        } else {
-            rt.start[launch as usize]
-        };
+        let at = trace.links.gpu_launch[i].map_or(gpu.start[i], |c| rt.start[c.index()]);
         if !inside(at) {
             continue;
         }

@@ -13,7 +13,7 @@
 //! single-rank communication class in `kinds`; this module only adds the
 //! collective's kind and, later, its process group.
 
-use crate::kinds::is_communication_name;
+use crate::names::is_communication_name;
 
 /// The collective's kind, normalised across PyTorch and NCCL spellings:
 /// `all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all`, `broadcast`,

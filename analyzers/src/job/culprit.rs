@@ -34,10 +34,11 @@
 //! a `consistent_straggler` finding as well.
 
 use super::arrivals::{Clock, Timed};
-use super::finding::{human, rank_list, JobFinding};
+use super::finding::{rank_list, JobFinding};
 use super::replay::StepModel;
 use super::summary::RankSummary;
 use super::JobOptions;
+use crate::format::duration_coarse;
 use crate::intervals;
 use gapscope_collectors::trace::Ns;
 use std::collections::{BTreeMap, HashMap};
@@ -246,9 +247,9 @@ fn finding(
         wait.values().copied().max().unwrap_or(0),
     );
     let waited = if hi - lo <= hi / 20 {
-        human(hi)
+        duration_coarse(hi)
     } else {
-        format!("{} to {}", human(lo), human(hi))
+        format!("{} to {}", duration_coarse(lo), duration_coarse(hi))
     };
     let kind = &worst.timed.kind;
     let more = match items.len() {
@@ -337,8 +338,8 @@ pub fn consistent_findings(
             "rank {rank} is the last to arrive in {} of {} steps with a late rank ({} of the job's {} of lateness); most of it: {}",
             steps.len(),
             steps_with_late.len(),
-            human(mine),
-            human(total),
+            duration_coarse(mine),
+            duration_coarse(total),
             cause_label(&cause)
         );
         out.push(JobFinding {
@@ -383,7 +384,7 @@ pub fn cause_label(cause: &str) -> &str {
 }
 
 fn cause_phrase(cause: &str, op: Option<&str>, ns: Ns, from_window_start: bool) -> String {
-    let x = human(ns);
+    let x = duration_coarse(ns);
     let in_op = |what: &str| match op {
         Some(o) => format!("{what} (most in `{o}`)"),
         None => what.to_string(),

@@ -13,8 +13,9 @@
 //! reads the transfers that the cross-rank split isolates.
 
 use super::align::median;
-use super::finding::{human, JobFinding};
+use super::finding::JobFinding;
 use super::JobStep;
+use crate::format::duration_coarse;
 use gapscope_collectors::trace::Ns;
 use std::collections::BTreeMap;
 
@@ -47,7 +48,7 @@ pub fn finding(steps: &[JobStep]) -> Option<JobFinding> {
         id: "exposed_communication".into(),
         title: format!(
             "collective transfers that no compute hides take {} per step on the median rank ({:.0}% of the job's step)",
-            human(exposed),
+            duration_coarse(exposed),
             exposed as f64 * 100.0 / step.max(1) as f64
         ),
         hint: "Overlap communication with compute: let DDP overlap gradient all-reduce with backward (tune \

@@ -97,20 +97,6 @@ pub fn rank_list(ranks: &[i64]) -> String {
     parts.join(", ")
 }
 
-/// `12.0 ms`, `850 µs`, `40 ns`: the unit findings' sentences use.
-pub fn human(ns: Ns) -> String {
-    let a = ns.unsigned_abs() as f64;
-    if a >= 1e9 {
-        format!("{:.2} s", ns as f64 / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.1} ms", ns as f64 / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.0} µs", ns as f64 / 1e3)
-    } else {
-        format!("{ns} ns")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,12 +107,5 @@ mod tests {
         assert_eq!(rank_list(&[3]), "3");
         assert_eq!(rank_list(&[0, 1, 3]), "0, 1, 3");
         assert_eq!(rank_list(&[5, 1, 0, 2]), "0-2, 5");
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(human(12_000_000), "12.0 ms");
-        assert_eq!(human(850_000), "850 µs");
-        assert_eq!(human(40), "40 ns");
     }
 }

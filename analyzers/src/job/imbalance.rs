@@ -11,9 +11,10 @@
 
 use super::align::median;
 use super::arrivals::{Clock, Timed};
-use super::finding::{human, JobFinding};
+use super::finding::JobFinding;
 use super::replay::StepModel;
 use super::summary::RankSummary;
+use crate::format::duration_coarse;
 use gapscope_collectors::trace::Ns;
 use std::collections::{BTreeMap, HashMap};
 
@@ -107,7 +108,7 @@ fn finding(
         id: "load_imbalance".into(),
         title: format!(
             "rank {rank} computes {} more per step than the median rank ({share:.0}% more), in {} of {counted} steps",
-            human(per_step),
+            duration_coarse(per_step),
             steps.len()
         ),
         hint: format!(

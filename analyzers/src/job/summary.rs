@@ -28,7 +28,7 @@ use crate::intervals::{self, Span};
 use crate::kinds::{classify, WorkClass};
 use crate::segments::{IdleAnalyzer, IdleSegment};
 use crate::window::{self, Step};
-use gapscope_collectors::trace::{GpuKind, Ns, Trace, NONE};
+use gapscope_collectors::trace::{GpuKind, Ns, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -266,15 +266,11 @@ fn collective_rows(trace: &Trace) -> Vec<RawCall> {
                 .or_insert_with(|| kind_from_kernel(trace.strings.get(name)));
             let from_kernel = from_kernel?;
             let call = trace.links.gpu_launch[i];
-            let launch = (call != NONE).then(|| trace.runtime.start[call as usize]);
-            let op = if call == NONE {
-                NONE
-            } else {
-                trace.links.runtime_op[call as usize]
-            };
+            let launch = call.map(|c| trace.runtime.start[c.index()]);
+            let op = call.and_then(|c| trace.links.runtime_op[c.index()]);
             let from_op = trace
                 .ancestors(op)
-                .find_map(|o| kind_from_op(trace.strings.get(trace.cpu_ops.name[o as usize])));
+                .find_map(|o| kind_from_op(trace.strings.get(trace.cpu_ops.name[o.index()])));
             Some(RawCall {
                 device: gpu.device[i],
                 stream: gpu.stream[i],
@@ -388,17 +384,9 @@ impl LeadInBuilder<'_> {
 
     /// The operator that launched GPU row `r`, else the kernel's name.
     fn kernel_op(&self, r: usize) -> String {
-        let call = self.trace.links.gpu_launch[r];
-        let op = if call == NONE {
-            NONE
-        } else {
-            let o = self.trace.links.runtime_op[call as usize];
-            if o == NONE {
-                NONE
-            } else {
-                self.cx.operator[o as usize]
-            }
-        };
+        let op = self.trace.links.gpu_launch[r]
+            .and_then(|c| self.trace.links.runtime_op[c.index()])
+            .and_then(|o| self.cx.operator[o.index()]);
         match self.trace.op_name(op) {
             Some(n) => n.to_string(),
             None => short_kernel(self.trace.strings.get(self.trace.gpu.name[r])),

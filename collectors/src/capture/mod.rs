@@ -18,7 +18,7 @@
 //! assert!(capture::is_capture(&bytes));
 //! let back = capture::read_bytes(&bytes, "run.gst")?;
 //! assert_eq!(back.gpu.start, trace.gpu.start);
-//! assert_eq!(back.links.gpu_launch, vec![0]);
+//! assert_eq!(back.links.gpu_launch, vec![Some(CallRow::new(0))]);
 //! assert_eq!(back.meta.format, "gapscope-capture");
 //! # Ok::<(), capture::CaptureError>(())
 //! ```

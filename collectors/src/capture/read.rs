@@ -520,7 +520,7 @@ fn cpu_ops(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, nt: usize) -> Re
             shapes: shapes[i],
             source: source[i],
             // Recomputed by `finish`.
-            parent: NONE,
+            parent: None,
             depth: 0,
         });
     }

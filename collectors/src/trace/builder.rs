@@ -2,6 +2,7 @@
 
 use super::hash::FxHashMap;
 use super::links::Links;
+use super::rows::OpRow;
 use super::strings::{StrId, Strings};
 use super::tables::*;
 use super::{Diagnostics, Ns, Trace, TraceMeta};
@@ -295,14 +296,14 @@ fn thread_offsets(threads: &[ThreadId], n_threads: usize) -> Vec<u32> {
 /// it. A row that starts inside another but ends after it (bad nesting,
 /// seen with Python frames) is counted and placed beside it, not inside.
 fn nest(ops: &mut CpuOpTable) -> u64 {
-    let mut stack: Vec<u32> = Vec::new();
+    let mut stack: Vec<OpRow> = Vec::new();
     let mut partial = 0;
     for i in 0..ops.len() {
         if i > 0 && ops.thread[i] != ops.thread[i - 1] {
             stack.clear();
         }
         while let Some(&top) = stack.last() {
-            let t = top as usize;
+            let t = top.index();
             if ops.start[i] < ops.end[t] || (ops.start[i] == ops.start[t] && ops.end[i] <= ops.end[t]) {
                 if ops.end[i] <= ops.end[t] {
                     break;
@@ -311,9 +312,9 @@ fn nest(ops: &mut CpuOpTable) -> u64 {
             }
             stack.pop();
         }
-        ops.parent[i] = stack.last().copied().unwrap_or(NONE);
+        ops.parent[i] = stack.last().copied();
         ops.depth[i] = stack.len().min(u16::MAX as usize) as u16;
-        stack.push(i as u32);
+        stack.push(OpRow::new(i));
     }
     partial
 }
@@ -331,7 +332,7 @@ impl CpuOp {
             sequence: -1,
             shapes: Strings::EMPTY,
             source: Strings::EMPTY,
-            parent: NONE,
+            parent: None,
             depth: 0,
         }
     }
@@ -472,9 +473,9 @@ mod tests {
         b.push_cpu_op(CpuOp::new(t, 10, 20, ann, CpuOpKind::UserAnnotation));
         b.push_cpu_op(CpuOp::new(t, 15, 30, py, CpuOpKind::PythonFunction));
         let tr = b.finish();
-        assert_eq!(tr.op_name(0), Some("forward"));
-        assert_eq!(tr.cpu_ops.parent[1], 0);
-        assert_eq!(tr.cpu_ops.parent[2], NONE);
+        assert_eq!(tr.op_name(Some(OpRow::new(0))), Some("forward"));
+        assert_eq!(tr.cpu_ops.parent[1], Some(OpRow::new(0)));
+        assert_eq!(tr.cpu_ops.parent[2], None);
         assert_eq!(tr.diagnostics.counts["cpu_op_partial_overlap"], 2);
     }
 
@@ -494,7 +495,7 @@ mod tests {
         let tr = a.finish();
         assert_eq!(tr.threads.len(), 2);
         assert_eq!(tr.cpu_ops_of(ThreadId(0)), 0..2);
-        assert_eq!(tr.op_name(1), Some("y"));
+        assert_eq!(tr.op_name(Some(OpRow::new(1))), Some("y"));
         assert_eq!(tr.strings.get(tr.gpu.name[0]), "y");
     }
 }

@@ -13,19 +13,20 @@
 //! ```
 
 use super::hash::FxHashMap;
+use super::rows::{CallRow, OpRow};
 use super::tables::*;
 
 /// Row-index links, computed once by `TraceBuilder::finish`.
 #[derive(Clone, Debug, Default)]
 pub struct Links {
-    /// For each `gpu` row: the `runtime` row with the same correlation id, or
-    /// [`NONE`]. Several GPU rows may share one call (a `cudaGraphLaunch`
-    /// replays many kernels under one correlation).
-    pub gpu_launch: Vec<u32>,
+    /// For each `gpu` row: the `runtime` row with the same correlation id, if
+    /// any. Several GPU rows may share one call (a `cudaGraphLaunch` replays
+    /// many kernels under one correlation).
+    pub gpu_launch: Vec<Option<CallRow>>,
     /// For each `runtime` row: the innermost `cpu_ops` row on the same thread
     /// whose range holds the call's start; failing that, the operator with
-    /// the call's external id; else [`NONE`].
-    pub runtime_op: Vec<u32>,
+    /// the call's external id; else `None`.
+    pub runtime_op: Vec<Option<OpRow>>,
     /// For each `runtime` row: how many GPU rows it launched.
     pub runtime_gpu_count: Vec<u32>,
 }
@@ -37,20 +38,20 @@ impl Links {
         ops: &CpuOpTable,
         thread_start: &[u32],
     ) -> Links {
-        let mut by_corr: FxHashMap<u64, u32> =
+        let mut by_corr: FxHashMap<u64, CallRow> =
             FxHashMap::with_capacity_and_hasher(runtime.len(), Default::default());
         for i in (0..runtime.len()).rev() {
             if runtime.correlation[i] != 0 {
                 // Iterating backwards keeps the earliest call for a duplicated id.
-                by_corr.insert(runtime.correlation[i], i as u32);
+                by_corr.insert(runtime.correlation[i], CallRow::new(i));
             }
         }
         let mut runtime_gpu_count = vec![0u32; runtime.len()];
         let gpu_launch = (0..gpu.len())
             .map(|i| match gpu.correlation[i] {
-                0 => NONE,
-                c => by_corr.get(&c).map_or(NONE, |&r| {
-                    runtime_gpu_count[r as usize] += 1;
+                0 => None,
+                c => by_corr.get(&c).map(|&r| {
+                    runtime_gpu_count[r.index()] += 1;
                     r
                 }),
             })
@@ -59,19 +60,19 @@ impl Links {
         // Kineto gives operators and runtime calls an "External id"; it is
         // the fallback when containment finds nothing (calls recorded on a
         // thread the operator did not run on).
-        let mut by_ext: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut by_ext: FxHashMap<u64, OpRow> = FxHashMap::default();
         for i in 0..ops.len() {
             if ops.external_id[i] != 0 && ops.kind[i] == CpuOpKind::Operator {
-                by_ext.entry(ops.external_id[i]).or_insert(i as u32);
+                by_ext.entry(ops.external_id[i]).or_insert(OpRow::new(i));
             }
         }
         let runtime_op = (0..runtime.len())
             .map(|r| {
                 let contained = innermost_holding(ops, thread_start, runtime.thread[r], runtime.start[r]);
-                if contained != NONE || runtime.external_id[r] == 0 {
+                if contained.is_some() || runtime.external_id[r] == 0 {
                     return contained;
                 }
-                by_ext.get(&runtime.external_id[r]).copied().unwrap_or(NONE)
+                by_ext.get(&runtime.external_id[r]).copied()
             })
             .collect();
         Links {
@@ -85,24 +86,29 @@ impl Links {
 /// The innermost op of `thread` with `start <= t < end`. Ops are in
 /// preorder, so the last op starting at or before `t` is either that op or a
 /// descendant of it: walk up from there.
-pub(crate) fn innermost_holding(ops: &CpuOpTable, thread_start: &[u32], thread: ThreadId, t: i64) -> u32 {
+pub(crate) fn innermost_holding(
+    ops: &CpuOpTable,
+    thread_start: &[u32],
+    thread: ThreadId,
+    t: i64,
+) -> Option<OpRow> {
     let ti = thread.0 as usize;
     if ti + 1 >= thread_start.len() {
-        return NONE;
+        return None;
     }
     let (lo, hi) = (thread_start[ti] as usize, thread_start[ti + 1] as usize);
     let k = lo + ops.start[lo..hi].partition_point(|&s| s <= t);
     if k == lo {
-        return NONE;
+        return None;
     }
-    let mut o = (k - 1) as u32;
-    while o != NONE {
-        if ops.end[o as usize] > t {
-            return o;
+    let mut o = Some(OpRow::new(k - 1));
+    while let Some(row) = o {
+        if ops.end[row.index()] > t {
+            return Some(row);
         }
-        o = ops.parent[o as usize];
+        o = ops.parent[row.index()];
     }
-    NONE
+    None
 }
 
 #[cfg(test)]
@@ -140,7 +146,8 @@ mod tests {
         b.push_gpu(GpuActivity::kernel(0, 7, 55, 58, names[4], 2));
         b.push_gpu(GpuActivity::kernel(0, 7, 60, 70, names[4], 9));
         let tr = b.finish();
-        assert_eq!(tr.links.gpu_launch, vec![0, 0, 1, NONE]);
+        let call = |i| Some(CallRow::new(i));
+        assert_eq!(tr.links.gpu_launch, vec![call(0), call(0), call(1), None]);
         assert_eq!(tr.links.runtime_gpu_count, vec![2, 1]);
         assert_eq!(tr.op_name(tr.links.runtime_op[0]), Some("aten::mm"));
         assert_eq!(tr.op_name(tr.links.runtime_op[1]), Some("aten::sum"));

@@ -20,20 +20,24 @@
 //! b.push_gpu(GpuActivity::kernel(0, 7, 4_000, 6_000, gemm, 7));
 //! let trace = b.finish();
 //! assert_eq!(trace.gpu.start[0], 3_000); // rebased: the origin is the first event
-//! let call = trace.links.gpu_launch[0];
-//! assert_eq!(trace.strings.get(trace.runtime.name[call as usize]), "cudaLaunchKernel");
-//! assert_eq!(trace.op_name(trace.links.runtime_op[call as usize]), Some("aten::mm"));
+//! let call = trace.links.gpu_launch[0].expect("linked by correlation id");
+//! assert_eq!(trace.strings.get(trace.runtime.name[call.index()]), "cudaLaunchKernel");
+//! assert_eq!(trace.op_name(trace.links.runtime_op[call.index()]), Some("aten::mm"));
 //! ```
 
 mod builder;
 mod hash;
 mod links;
+mod rows;
+mod sketch;
 mod strings;
 mod tables;
 
 pub use builder::TraceBuilder;
 pub use hash::{FxBuildHasher, FxHashMap, FxHasher};
 pub use links::Links;
+pub use rows::{CallRow, GpuRow, MarkerRow, OpRow};
+pub use sketch::Sketch;
 pub use strings::{StrId, Strings};
 pub use tables::*;
 
@@ -148,9 +152,9 @@ impl Trace {
         self.cpu_op_thread_start[t] as usize..self.cpu_op_thread_start[t + 1] as usize
     }
 
-    /// Name of cpu op row `op`, or `None` for [`NONE`].
-    pub fn op_name(&self, op: u32) -> Option<&str> {
-        (op != NONE).then(|| self.strings.get(self.cpu_ops.name[op as usize]))
+    /// Name of cpu op row `op`, if there is one.
+    pub fn op_name(&self, op: Option<OpRow>) -> Option<&str> {
+        op.map(|o| self.strings.get(self.cpu_ops.name[o.index()]))
     }
 
     /// The GPU indices that have at least one busy activity, sorted.
@@ -165,10 +169,7 @@ impl Trace {
     }
 
     /// Walks from cpu op `op` up through its ancestors (itself first).
-    pub fn ancestors(&self, op: u32) -> impl Iterator<Item = u32> + '_ {
-        std::iter::successors((op != NONE).then_some(op), move |&o| {
-            let p = self.cpu_ops.parent[o as usize];
-            (p != NONE).then_some(p)
-        })
+    pub fn ancestors(&self, op: Option<OpRow>) -> impl Iterator<Item = OpRow> + '_ {
+        std::iter::successors(op, move |&o| self.cpu_ops.parent[o.index()])
     }
 }

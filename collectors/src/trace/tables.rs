@@ -5,12 +5,10 @@
 //! column struct, the row struct, `push`, `row`, `len` and `permute`, so the
 //! columns of a table can never disagree on length or order.
 
+use super::rows::OpRow;
 use super::strings::StrId;
 use super::Ns;
 use serde::{Deserialize, Serialize};
-
-/// Row index meaning "no row" in link and parent columns.
-pub const NONE: u32 = u32::MAX;
 
 /// A CPU thread: an index into [`ThreadTable`]. Only valid for its trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -252,9 +250,9 @@ columnar_table!(
         shapes: StrId,
         /// Source location (`train.py(42): step`) when known, or empty.
         source: StrId,
-        /// Enclosing row on the same thread ([`NONE`] at top level). Set by
+        /// Enclosing row on the same thread (`None` at top level). Set by
         /// [`TraceBuilder::finish`](super::TraceBuilder::finish).
-        parent: u32,
+        parent: Option<OpRow>,
         /// Nesting depth, 0 at top level. Set by `finish`.
         depth: u16,
     }

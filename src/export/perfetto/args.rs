@@ -8,7 +8,7 @@ use super::tracks::Src;
 use super::writer::{Arg, ArgValue, Name};
 use super::FindingSpan;
 use crate::export::idle::IdleGap;
-use gapscope_collectors::trace::{ApiKind, CopyKind, CpuOpKind, GpuKind, MemKind, Strings, Trace, NONE};
+use gapscope_collectors::trace::{ApiKind, CopyKind, CpuOpKind, GpuKind, MemKind, Strings, Trace};
 
 /// Category of a CPU range, named as Kineto names them.
 pub fn op_category(k: CpuOpKind) -> &'static str {
@@ -181,32 +181,28 @@ pub fn describe<'a>(
 /// The operator whose call launched GPU row `g`, its shapes, and the
 /// nearest source line up its ancestors.
 fn launching_op<'a>(trace: &'a Trace, g: usize, args: &mut Vec<Arg<'a>>) {
-    let call = trace.links.gpu_launch[g];
-    if call == NONE {
+    let Some(op) = trace.links.gpu_launch[g].and_then(|c| trace.links.runtime_op[c.index()]) else {
         return;
-    }
-    let op = trace.links.runtime_op[call as usize];
-    if op == NONE {
-        return;
-    }
+    };
     let ops = &trace.cpu_ops;
+    let o = op.index();
     args.push(Arg {
         name: "op",
-        value: ArgValue::Id(ops.name[op as usize]),
+        value: ArgValue::Id(ops.name[o]),
     });
-    if ops.shapes[op as usize] != Strings::EMPTY {
+    if ops.shapes[o] != Strings::EMPTY {
         args.push(Arg {
             name: "shapes",
-            value: ArgValue::Id(ops.shapes[op as usize]),
+            value: ArgValue::Id(ops.shapes[o]),
         });
     }
     if let Some(src) = trace
-        .ancestors(op)
-        .find(|&a| ops.source[a as usize] != Strings::EMPTY)
+        .ancestors(Some(op))
+        .find(|a| ops.source[a.index()] != Strings::EMPTY)
     {
         args.push(Arg {
             name: "source",
-            value: ArgValue::Id(ops.source[src as usize]),
+            value: ArgValue::Id(ops.source[src.index()]),
         });
     }
 }

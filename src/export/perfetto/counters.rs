@@ -3,7 +3,7 @@
 //! the next sample), so repeats are dropped.
 
 use gapscope_analyzers::intervals::Span;
-use gapscope_collectors::trace::{Trace, NONE};
+use gapscope_collectors::trace::Trace;
 
 /// Busy percentage of each `bin`-ns bin from the bin holding the first busy
 /// span to the end of the last, with a closing 0 sample. `busy` is sorted and
@@ -40,11 +40,13 @@ pub fn utilization(busy: &[Span], bin: i64) -> Vec<(i64, f64)> {
 pub fn launch_queue(trace: &Trace, device: u32) -> Vec<(i64, f64)> {
     let mut deltas: Vec<(i64, i8)> = Vec::new();
     for i in 0..trace.gpu.len() {
-        let call = trace.links.gpu_launch[i];
-        if trace.gpu.device[i] != device || !trace.gpu.is_busy(i) || call == NONE {
+        let Some(call) = trace.links.gpu_launch[i] else {
+            continue;
+        };
+        if trace.gpu.device[i] != device || !trace.gpu.is_busy(i) {
             continue;
         }
-        let launched = trace.runtime.start[call as usize];
+        let launched = trace.runtime.start[call.index()];
         if trace.gpu.start[i] >= launched {
             deltas.push((launched, 1));
             deltas.push((trace.gpu.start[i], -1));

@@ -15,7 +15,7 @@ pub mod tracks;
 pub mod writer;
 
 use crate::export::idle::{busy_by_device, IdleGap};
-use gapscope_collectors::trace::{Ns, Trace, NONE};
+use gapscope_collectors::trace::{Ns, Trace};
 use lanes::Edge;
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
@@ -185,15 +185,13 @@ pub fn write_rank<W: Write>(
     // row. Only when the work starts no earlier than its call: the flow runs
     // from the earlier slice to the later one, and a terminating id seen
     // before its start would be dropped.
-    let flow_ok = |g: usize| {
-        let c = trace.links.gpu_launch[g];
-        c != NONE && trace.gpu.start[g] >= trace.runtime.start[c as usize]
-    };
+    let flow_call =
+        |g: usize| trace.links.gpu_launch[g].filter(|c| trace.gpu.start[g] >= trace.runtime.start[c.index()]);
     let flow_base = rank.map_or(0, |r| r.flow_base);
     let mut call_flows: Vec<Vec<u64>> = vec![Vec::new(); trace.runtime.len()];
     for g in 0..trace.gpu.len() {
-        if flow_ok(g) {
-            call_flows[trace.links.gpu_launch[g] as usize].push(flow_base + g as u64 + 1);
+        if let Some(c) = flow_call(g) {
+            call_flows[c.index()].push(flow_base + g as u64 + 1);
         }
     }
     let no_map = HashMap::new();
@@ -259,7 +257,7 @@ pub fn write_rank<W: Write>(
                         let starts = begin_flows.get(&g).map_or(no_flows, Vec::as_slice);
                         (
                             starts,
-                            if flow_ok(g as usize) {
+                            if flow_call(g as usize).is_some() {
                                 &launch_flow
                             } else {
                                 no_flows

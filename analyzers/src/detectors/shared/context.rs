@@ -1,0 +1,81 @@
+//! [`Cx`]: what the detectors of one device share, built once per device:
+//! the trace, the blame columns, the window and steps, the CPU-side
+//! evidence, the idle pieces, the first GPU row of every call and the replay
+//! graph that estimates savings.
+
+use super::pieces::Piece;
+use crate::attribution::OpContext;
+use crate::detectors::artifacts;
+use crate::evidence::DeviceEvidence;
+use crate::intervals::Span;
+use crate::segments::IdleSegment;
+use crate::whatif::Replay;
+use crate::window::{Step, Window};
+use gapscope_collectors::trace::{GpuRow, Ns, Trace};
+
+/// Everything the detectors of one device share.
+pub(crate) struct Cx<'a> {
+    pub trace: &'a Trace,
+    pub ops: &'a OpContext,
+    pub device: u32,
+    pub window: Span,
+    pub steps: &'a [Step],
+    pub ev: DeviceEvidence,
+    pub pieces: Vec<Piece>,
+    /// Per `runtime` row: the first busy or sync GPU row of this device it
+    /// launched, if any.
+    pub call_gpu: Vec<Option<GpuRow>>,
+    pub replay: Replay,
+    /// The window's last step when the capture cut it short (D16).
+    pub partial_last: Option<artifacts::PartialStep>,
+}
+
+impl<'a> Cx<'a> {
+    pub(crate) fn new(
+        trace: &'a Trace,
+        ops: &'a OpContext,
+        device: u32,
+        window: &'a Window,
+        segs: &[IdleSegment],
+    ) -> Cx<'a> {
+        let ev = DeviceEvidence::new(trace, device);
+        let mut call_gpu = vec![None; trace.runtime.len()];
+        for i in 0..trace.gpu.len() {
+            if let Some(c) = trace.links.gpu_launch[i].filter(|_| trace.gpu.device[i] == device) {
+                call_gpu[c.index()].get_or_insert(GpuRow::new(i));
+            }
+        }
+        let replay = Replay::new(trace, device, window.span, &ev);
+        let mut cx = Cx {
+            trace,
+            ops,
+            device,
+            window: window.span,
+            steps: &window.steps,
+            ev,
+            pieces: Vec::new(),
+            call_gpu,
+            replay,
+            partial_last: artifacts::partial_last_step(trace, device, &window.steps),
+        };
+        cx.pieces = cx.cut(segs);
+        cx
+    }
+
+    /// Total length of `pieces`.
+    pub fn total(&self, pieces: &[usize]) -> Ns {
+        pieces.iter().map(|&i| self.pieces[i].dur()).sum()
+    }
+
+    /// Number of complete profiled steps (at least 1), to say "per step":
+    /// a last step cut short by the capture does not count (D16 claims its
+    /// idle time).
+    pub fn n_steps(&self) -> i64 {
+        let partial = usize::from(self.partial_last.is_some());
+        (self.steps.len() - partial).max(1) as i64
+    }
+
+    pub fn window_ns(&self) -> Ns {
+        self.window.1 - self.window.0
+    }
+}

@@ -1,0 +1,175 @@
+//! Drafts: a finding before its totals and savings are known, how its
+//! saving is replayed, and how it becomes a [`Finding`] with evidence.
+
+use super::blame::Blame;
+use super::context::Cx;
+use crate::detectors::{Evidence, Finding, MAX_EVIDENCE};
+use crate::whatif::Edit;
+use gapscope_collectors::trace::{CallRow, GpuRow, Ns, OpRow};
+
+/// A finding before its totals and savings are computed.
+pub(crate) struct Draft {
+    pub detector: &'static str,
+    pub id: &'static str,
+    pub title: String,
+    pub pieces: Vec<usize>,
+    pub occurrences: u64,
+    /// Busy time the fix removes (added to `explained_ns`).
+    pub removed_busy_ns: Ns,
+    /// Idle time after the draft's blocking calls returned that their fix
+    /// can also remove, without claiming it (added to `explained_ns`): see
+    /// [`Cx::drain_after`].
+    pub drain_ns: Ns,
+    /// Graph edit beyond removing the pieces' own CPU time.
+    pub edit: Edit,
+    /// Also remove the CPU time of the claimed pieces in the replay.
+    pub remove_piece_cpu: bool,
+    /// False: savings are not estimable (reported as 0).
+    pub estimable: bool,
+    pub primary: bool,
+    pub hint: String,
+    /// `(operator, annotation, source)` to report instead of the dominant
+    /// attribution of the pieces.
+    pub blame: Option<Blame>,
+    /// Idle time to report for a non-primary finding (primary ones sum
+    /// their pieces).
+    pub context_idle_ns: Ns,
+    pub evidence: Vec<Evidence>,
+}
+
+impl Draft {
+    pub fn new(detector: &'static str, id: &'static str, title: String, hint: String) -> Draft {
+        Draft {
+            detector,
+            id,
+            title,
+            pieces: Vec::new(),
+            occurrences: 0,
+            removed_busy_ns: 0,
+            drain_ns: 0,
+            edit: Edit::default(),
+            remove_piece_cpu: true,
+            estimable: true,
+            primary: true,
+            hint,
+            blame: None,
+            context_idle_ns: 0,
+            evidence: Vec::new(),
+        }
+    }
+}
+
+impl Cx<'_> {
+    /// The replayed saving of every draft (capped at what it explains; 0
+    /// when not estimable). Replays are independent passes over one
+    /// read-only graph, so they run on all cores.
+    pub(crate) fn all_savings(&self, drafts: &[Draft]) -> Vec<Ns> {
+        let one = |d: &Draft| -> Ns {
+            let idle = if d.primary {
+                self.total(&d.pieces)
+            } else {
+                d.context_idle_ns
+            };
+            let explained = idle + d.removed_busy_ns + d.drain_ns;
+            if !d.estimable || explained == 0 {
+                return 0;
+            }
+            let mut edit = d.edit.clone();
+            if d.remove_piece_cpu {
+                for &i in &d.pieces {
+                    let p = &self.pieces[i];
+                    if let Some(t) = p.thread {
+                        edit.remove_cpu.push((t, (p.start, p.end)));
+                    }
+                }
+            }
+            self.replay.savings(&edit).min(explained)
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(drafts.len());
+        if threads <= 1 {
+            return drafts.iter().map(one).collect();
+        }
+        let chunk = drafts.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = drafts
+                .chunks(chunk)
+                .map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<Ns>>()))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("a replay panicked"))
+                .collect()
+        })
+    }
+
+    pub(crate) fn finish(&self, d: Draft, est_savings_ns: Ns) -> Finding {
+        let idle_ns = if d.primary {
+            self.total(&d.pieces)
+        } else {
+            d.context_idle_ns
+        };
+        let explained_ns = idle_ns + d.removed_busy_ns + d.drain_ns;
+        let (operator, annotation, source) = d.blame.clone().unwrap_or_else(|| self.blame(&d.pieces));
+        let mut evidence = d.evidence;
+        let mut largest: Vec<usize> = d.pieces.clone();
+        largest.sort_by_key(|&i| (std::cmp::Reverse(self.pieces[i].dur()), self.pieces[i].start));
+        for &i in largest.iter().take(MAX_EVIDENCE.saturating_sub(evidence.len())) {
+            let p = &self.pieces[i];
+            evidence.push(Evidence {
+                kind: "idle".into(),
+                row: None,
+                start_ns: p.start,
+                end_ns: p.end,
+            });
+        }
+        evidence.truncate(MAX_EVIDENCE);
+        Finding {
+            id: d.id.to_string(),
+            detector: d.detector.to_string(),
+            title: d.title,
+            device: self.device,
+            occurrences: d.occurrences,
+            idle_ns,
+            explained_ns,
+            est_savings_ns,
+            primary: d.primary,
+            operator,
+            annotation,
+            source,
+            evidence,
+            hint: d.hint,
+        }
+    }
+
+    /// Evidence pointing at a `runtime` row.
+    pub fn runtime_evidence(&self, r: CallRow) -> Evidence {
+        Evidence {
+            kind: "runtime".into(),
+            row: Some(r.get()),
+            start_ns: self.trace.runtime.start[r.index()],
+            end_ns: self.trace.runtime.end[r.index()],
+        }
+    }
+
+    /// Evidence pointing at a `gpu` row.
+    pub fn gpu_evidence(&self, g: GpuRow) -> Evidence {
+        Evidence {
+            kind: "gpu".into(),
+            row: Some(g.get()),
+            start_ns: self.trace.gpu.start[g.index()],
+            end_ns: self.trace.gpu.end[g.index()],
+        }
+    }
+
+    /// Evidence pointing at a `cpu_ops` row.
+    pub fn op_evidence(&self, o: OpRow) -> Evidence {
+        Evidence {
+            kind: "cpu_op".into(),
+            row: Some(o.get()),
+            start_ns: self.trace.cpu_ops.start[o.index()],
+            end_ns: self.trace.cpu_ops.end[o.index()],
+        }
+    }
+}

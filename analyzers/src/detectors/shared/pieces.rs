@@ -1,0 +1,227 @@
+//! Pieces: the idle segments of a device cut at the edges of the runtime
+//! calls some detectors blame directly (copies, allocator calls, slow
+//! calls), each piece with the blocking call or the call of interest that
+//! holds it, and the copy a blocking call waits for.
+
+use super::context::Cx;
+use crate::causes::Cause;
+use crate::names::{api_name, is_alloc_api, is_async_api, is_memcpy_api, is_memset_api, is_sync_api};
+use crate::segments::IdleSegment;
+use gapscope_collectors::trace::{CallRow, CopyKind, GpuKind, GpuRow, MemKind, Ns, ThreadId};
+
+/// What a runtime call inside an idle stretch is, for the detectors that
+/// blame the call itself rather than the code around it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CallClass {
+    /// A copy to or from pageable host memory (D8).
+    Pageable,
+    /// A host→device copy of at most [`TINY_COPY_BYTES`] (D7).
+    TinyHtoD,
+    /// A non-`Async` memcpy (except small host→device ones) or memset (D9).
+    SyncCopy,
+    /// `cudaMalloc` / `cudaFree` / pinned host allocation (D14).
+    Alloc,
+    /// Any other call longer than [`SLOW_CALL_NS`] (D14).
+    Slow,
+}
+
+/// "Scalar" copy size: fits any single element, complex128 included
+/// (notes/detectors.md D5/D7, ours).
+pub(crate) const TINY_COPY_BYTES: u64 = 16;
+/// Host→device copies up to 64 KB return before the copy completes, so
+/// nsys's `cuda_memcpy_sync` rule skips them (CUDA Programming Guide,
+/// "Concurrent Execution between Host and Device").
+pub(crate) const SMALL_HTOD_BYTES: u64 = 64 * 1024;
+/// HTA's `runtime_cutoff`: a runtime call longer than 50 µs is an outlier.
+pub(crate) const SLOW_CALL_NS: Ns = 50_000;
+/// A copy call this close before a sync (TraceLens/HTA 50 µs runtime scale)
+/// is the copy the sync waits for: PyTorch's blocking `.to()` is
+/// `cudaMemcpyAsync` + `cudaStreamSynchronize` (notes/detectors.md D9).
+pub(crate) const COPY_SYNC_PAIR_NS: Ns = 50_000;
+
+/// One piece of an idle segment: the segment cut at the edges of the
+/// runtime calls of interest.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Piece {
+    pub start: Ns,
+    pub end: Ns,
+    pub seg: IdleSegment,
+    /// The blocking call holding the piece (cause `sync`), if any.
+    pub blocking: Option<CallRow>,
+    /// The call of interest holding the piece, if any.
+    pub call: Option<CallRow>,
+    pub class: Option<CallClass>,
+    /// The CPU thread whose time the piece is.
+    pub thread: Option<ThreadId>,
+}
+
+impl Piece {
+    pub fn dur(&self) -> Ns {
+        self.end - self.start
+    }
+}
+
+impl Cx<'_> {
+    /// Cuts segments at the edges of the calls of interest.
+    pub(crate) fn cut(&self, segs: &[IdleSegment]) -> Vec<Piece> {
+        let calls = self.calls_of_interest();
+        let mut out = Vec::with_capacity(segs.len());
+        let mut k = 0;
+        for seg in segs {
+            while k < calls.len() && calls[k].1 <= seg.start {
+                k += 1;
+            }
+            let mut at = seg.start;
+            let mut j = k;
+            while at < seg.end {
+                let (call, class, until) = match calls.get(j) {
+                    Some(&(s, e, c, cl)) if s < seg.end => {
+                        if s > at {
+                            (None, None, s)
+                        } else {
+                            j += 1;
+                            (Some(c), Some(cl), e.min(seg.end))
+                        }
+                    }
+                    _ => (None, None, seg.end),
+                };
+                if until > at {
+                    out.push(self.piece(seg, at, until, call, class));
+                }
+                at = until.max(at);
+            }
+        }
+        out
+    }
+
+    pub(crate) fn piece(
+        &self,
+        seg: &IdleSegment,
+        start: Ns,
+        end: Ns,
+        call: Option<CallRow>,
+        class: Option<CallClass>,
+    ) -> Piece {
+        let blocking = match seg.cause {
+            Cause::Sync => self.ev.blocking_at(start).map(|b| b.call),
+            _ => None,
+        };
+        let ops = &self.trace.cpu_ops;
+        let rt = &self.trace.runtime;
+        let thread = blocking
+            .or(call)
+            .map(|c| rt.thread[c.index()])
+            .or_else(|| seg.op.or(seg.annotation).map(|o| ops.thread[o.index()]))
+            .or_else(|| self.ev.launchers.first().copied());
+        Piece {
+            start,
+            end,
+            seg: *seg,
+            blocking,
+            call,
+            class,
+            thread,
+        }
+    }
+
+    /// Calls of interest on the launching threads, sorted and disjoint (the
+    /// earlier call keeps an overlap).
+    pub(crate) fn calls_of_interest(&self) -> Vec<(Ns, Ns, CallRow, CallClass)> {
+        let rt = &self.trace.runtime;
+        let mut launcher = vec![false; self.trace.threads.len()];
+        for t in &self.ev.launchers {
+            launcher[t.0 as usize] = true;
+        }
+        let (ws, we) = self.window;
+        // Names decide most calls: a launch is of interest only when slow.
+        // Classify each distinct name once (millions of calls, few names).
+        let mut plain: Vec<Option<bool>> = vec![None; self.trace.strings.len()];
+        let mut out: Vec<(Ns, Ns, CallRow, CallClass)> = Vec::new();
+        for r in 0..rt.len() {
+            if rt.start[r] >= we || rt.end[r] <= ws || rt.end[r] <= rt.start[r] {
+                continue;
+            }
+            if !launcher.get(rt.thread[r].0 as usize).copied().unwrap_or(false) {
+                continue;
+            }
+            let id = rt.name[r].0 as usize;
+            let name = api_name(self.trace.strings.get(rt.name[r]));
+            let is_plain = *plain[id]
+                .get_or_insert_with(|| !(is_memcpy_api(name) || is_memset_api(name) || is_alloc_api(name)));
+            if is_plain && rt.end[r] - rt.start[r] <= SLOW_CALL_NS {
+                continue;
+            }
+            if let Some(class) = self.call_class_named(CallRow::new(r), name) {
+                let s = out.last().map_or(rt.start[r], |l| rt.start[r].max(l.1));
+                if rt.end[r] > s {
+                    out.push((s, rt.end[r], CallRow::new(r), class));
+                }
+            }
+        }
+        out
+    }
+
+    /// What runtime call `r` (named `name`) is, if it is of interest.
+    pub(crate) fn call_class_named(&self, r: CallRow, name: &str) -> Option<CallClass> {
+        let rt = &self.trace.runtime;
+        let is_async = is_async_api(name);
+        let g = self.call_gpu[r.index()];
+        let gpu = &self.trace.gpu;
+        if let Some(g) = g
+            .map(GpuRow::index)
+            .filter(|&g| is_memcpy_api(name) && gpu.kind[g] == GpuKind::Memcpy)
+        {
+            let (bytes, kind) = (gpu.bytes[g], gpu.copy_kind[g]);
+            if kind == CopyKind::HtoD && bytes <= TINY_COPY_BYTES {
+                return Some(CallClass::TinyHtoD);
+            }
+            let pageable = gpu.src_mem[g] == MemKind::Pageable || gpu.dst_mem[g] == MemKind::Pageable;
+            let small_htod = kind == CopyKind::HtoD && bytes <= SMALL_HTOD_BYTES;
+            if !(is_async || small_htod || kind == CopyKind::DtoD) {
+                return Some(CallClass::SyncCopy);
+            }
+            if pageable {
+                return Some(CallClass::Pageable);
+            }
+            return None;
+        }
+        if is_memset_api(name) && !is_async && g.is_some() {
+            return Some(CallClass::SyncCopy);
+        }
+        if is_alloc_api(name) {
+            return Some(CallClass::Alloc);
+        }
+        let dur = rt.end[r.index()] - rt.start[r.index()];
+        (dur > SLOW_CALL_NS && !is_sync_api(name) && !is_memcpy_api(name)).then_some(CallClass::Slow)
+    }
+
+    /// The copy (or memset) GPU row a blocking call waits for: its own, or
+    /// that of a copy call on the same thread that ended at most
+    /// [`COPY_SYNC_PAIR_NS`] before it started.
+    pub fn paired_copy(&self, call: CallRow) -> Option<GpuRow> {
+        let g = &self.trace.gpu;
+        let copy = |row: Option<GpuRow>| {
+            row.filter(|r| matches!(g.kind[r.index()], GpuKind::Memcpy | GpuKind::Memset))
+        };
+        if let Some(own) = copy(self.call_gpu[call.index()]) {
+            return Some(own);
+        }
+        let rt = &self.trace.runtime;
+        let (start, thread) = (rt.start[call.index()], rt.thread[call.index()]);
+        let k = rt.start.partition_point(|&s| s < start);
+        // A copy call and its sync are adjacent on one thread; a few calls
+        // of other threads may sit between them in start order.
+        for r in (0..k).rev().take(64) {
+            if rt.start[r] < start - COPY_SYNC_PAIR_NS - SLOW_CALL_NS {
+                break;
+            }
+            if rt.thread[r] != thread || rt.end[r] < start - COPY_SYNC_PAIR_NS {
+                continue;
+            }
+            if let Some(row) = copy(self.call_gpu[r]) {
+                return Some(row);
+            }
+        }
+        None
+    }
+}

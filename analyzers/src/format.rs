@@ -1,0 +1,160 @@
+//! How numbers read, once for every hint, table and message: durations,
+//! shares, counts and sizes.
+//!
+//! | function | reads | used by |
+//! | --- | --- | --- |
+//! | [`duration`] | `850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s` | hints, tables |
+//! | [`duration_coarse`] | `12.0 ms`, `850 µs`, `40 ns` (about 2 significant digits) | job findings' sentences |
+//! | [`duration_signed`] | `+1.20 ms`, `-850 ns`, `0 ns` | diffs |
+//! | [`duration_exact`] | `1.234 s`, `12.5 ms`, `40 µs`, `7 ns` (no trailing zeros) | messages about times the user typed |
+//! | [`ms`] | `12.35` (milliseconds, two decimals, no unit) | table columns headed `ms` |
+//! | [`percent`] | `45.6%` (`-` of nothing) | tables |
+//! | [`percent_whole`] | `25 %` (`0 %` of nothing) | hint sentences |
+//! | [`times`] | `once`, `3 times` | hint sentences |
+//! | [`bytes`] | `512 bytes`, `1.5 KiB`, `12.0 MiB`, `1.25 GiB` | sizes of files and memory |
+
+use gapscope_collectors::trace::Ns;
+
+/// A duration with a unit that keeps about 3 significant digits: `850 ns`,
+/// `12.3 µs`, `4.56 ms`, `1.23 s`.
+pub fn duration(ns: Ns) -> String {
+    let a = ns.unsigned_abs() as f64;
+    let v = ns as f64;
+    if a < 1e3 {
+        format!("{ns} ns")
+    } else if a < 1e6 {
+        format!("{:.1} µs", v / 1e3)
+    } else if a < 1e9 {
+        format!("{:.2} ms", v / 1e6)
+    } else {
+        format!("{:.2} s", v / 1e9)
+    }
+}
+
+/// A duration to about 2 significant digits, for sentences that compare
+/// ranks: `12.0 ms`, `850 µs`, `40 ns`, `1.23 s`.
+pub fn duration_coarse(ns: Ns) -> String {
+    let a = ns.unsigned_abs() as f64;
+    if a >= 1e9 {
+        format!("{:.2} s", ns as f64 / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.0} µs", ns as f64 / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+/// A change of duration with its sign: `+1.20 ms`, `-850 ns`, `0 ns`.
+pub fn duration_signed(ns: Ns) -> String {
+    if ns > 0 {
+        format!("+{}", duration(ns))
+    } else {
+        duration(ns)
+    }
+}
+
+/// A duration to 3 decimals of its unit, trailing zeros dropped, for times
+/// a user typed or must type back: `1.234 s`, `12.5 ms`, `40 µs`, `7 ns`.
+pub fn duration_exact(ns: Ns) -> String {
+    let a = ns.unsigned_abs() as f64;
+    let (v, unit) = if a >= 1e9 {
+        (ns as f64 / 1e9, "s")
+    } else if a >= 1e6 {
+        (ns as f64 / 1e6, "ms")
+    } else if a >= 1e3 {
+        (ns as f64 / 1e3, "µs")
+    } else {
+        return format!("{ns} ns");
+    };
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} {unit}")
+}
+
+/// `ns` as milliseconds with two decimals and no unit: `12.35`.
+pub fn ms(ns: Ns) -> String {
+    format!("{:.2}", ns as f64 / 1e6)
+}
+
+/// `part` as a percentage of `whole` with one decimal: `45.6%` (`-` when
+/// `whole` is 0).
+pub fn percent(part: Ns, whole: Ns) -> String {
+    if whole <= 0 {
+        return "-".to_string();
+    }
+    format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+}
+
+/// `part` as a whole percentage of `whole`, as hint sentences write it:
+/// `25 %` (`0 %` when `whole` is 0).
+pub fn percent_whole(part: Ns, whole: Ns) -> String {
+    if whole <= 0 {
+        return "0 %".into();
+    }
+    format!("{:.0} %", 100.0 * part as f64 / whole as f64)
+}
+
+/// `once`, `2 times`.
+pub fn times(n: usize) -> String {
+    if n == 1 {
+        "once".to_string()
+    } else {
+        format!("{n} times")
+    }
+}
+
+/// A size in binary units: `512 bytes`, `1.5 KiB`, `12.0 MiB`, `1.25 GiB`.
+pub fn bytes(n: u64) -> String {
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    match n {
+        n if n >= GIB => format!("{:.2} GiB", n as f64 / GIB as f64),
+        n if n >= MIB => format!("{:.1} MiB", n as f64 / MIB as f64),
+        n if n >= KIB => format!("{:.1} KiB", n as f64 / KIB as f64),
+        n => format!("{n} bytes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration(800), "800 ns");
+        assert_eq!(duration(12_340), "12.3 µs");
+        assert_eq!(duration(45_600), "45.6 µs");
+        assert_eq!(duration(1_234_567), "1.23 ms");
+        assert_eq!(duration(1_230_000_000), "1.23 s");
+        assert_eq!(duration(-4_560_000), "-4.56 ms");
+        assert_eq!(duration(i64::MIN), "-9223372036.85 s");
+        assert_eq!(duration_coarse(12_040_000), "12.0 ms");
+        assert_eq!(duration_coarse(850_400), "850 µs");
+        assert_eq!(duration_coarse(40), "40 ns");
+        assert_eq!(duration_signed(1_200_000), "+1.20 ms");
+        assert_eq!(duration_signed(-850), "-850 ns");
+        assert_eq!(duration_signed(0), "0 ns");
+        assert_eq!(duration_exact(1_234_000_000), "1.234 s");
+        assert_eq!(duration_exact(12_500_000), "12.5 ms");
+        assert_eq!(duration_exact(40_000), "40 µs");
+        assert_eq!(duration_exact(7), "7 ns");
+        assert_eq!(ms(12_345_678), "12.35");
+    }
+
+    #[test]
+    fn shares_counts_sizes() {
+        assert_eq!(percent(1, 4), "25.0%");
+        assert_eq!(percent(1, 0), "-");
+        assert_eq!(percent_whole(1, 4), "25 %");
+        assert_eq!(percent_whole(1, 0), "0 %");
+        assert_eq!(times(1), "once");
+        assert_eq!(times(3), "3 times");
+        assert_eq!(bytes(512), "512 bytes");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(12 << 20), "12.0 MiB");
+        assert_eq!(bytes(5 << 28), "1.25 GiB");
+    }
+}

@@ -1,0 +1,327 @@
+//! The one vocabulary of names: what a runtime API name, a kernel name or a
+//! CPU range name says about the row that carries it. Every analysis and
+//! view asks here, so a name means the same thing everywhere.
+//!
+//! API predicates take the name as the trace writes it; leading underscores
+//! that some tracers add (`__cudaLaunchKernel`) are ignored. CUDA runtime
+//! (`cuda*`), driver (`cu*`) and HIP (`hip*`) spellings are all recognised.
+
+/// A runtime API name without the leading underscores some tracers add.
+pub fn api_name(name: &str) -> &str {
+    name.trim_start_matches('_')
+}
+
+/// The calls that block the host until device work has finished: stream,
+/// device, context and event synchronize (CUDA's "API synchronization
+/// behavior"; `cudaThreadSynchronize` and `hipCtxSynchronize` are the
+/// deprecated spellings of device synchronize).
+const SYNC_APIS: [&str; 11] = [
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaEventSynchronize",
+    "cudaThreadSynchronize",
+    "cuStreamSynchronize",
+    "cuCtxSynchronize",
+    "cuEventSynchronize",
+    "hipStreamSynchronize",
+    "hipDeviceSynchronize",
+    "hipEventSynchronize",
+    "hipCtxSynchronize",
+];
+
+/// Sync: a synchronize call (stream, device, context or event) that blocks
+/// the calling thread until the work it waits for is done.
+pub fn is_sync_api(name: &str) -> bool {
+    let api = api_name(name);
+    SYNC_APIS.iter().any(|s| api.starts_with(s))
+}
+
+/// Stream sync: a synchronize that waits for one stream only
+/// (`cudaStreamSynchronize`); the others wait for the whole device.
+pub fn is_stream_sync_api(name: &str) -> bool {
+    let api = api_name(name);
+    [
+        "cudaStreamSynchronize",
+        "cuStreamSynchronize",
+        "hipStreamSynchronize",
+    ]
+    .iter()
+    .any(|s| api.starts_with(s))
+}
+
+/// Memcpy: a memory copy call (`cudaMemcpy`, `cudaMemcpyAsync`,
+/// `cuMemcpyHtoD`, `hipMemcpyWithStream`, ...).
+pub fn is_memcpy_api(name: &str) -> bool {
+    let api = api_name(name);
+    ["cudaMemcpy", "cuMemcpy", "hipMemcpy"]
+        .iter()
+        .any(|p| api.starts_with(p))
+}
+
+/// Memset: a memory set call (`cudaMemsetAsync`, `cuMemsetD32`, ...).
+pub fn is_memset_api(name: &str) -> bool {
+    let api = api_name(name);
+    ["cudaMemset", "cuMemset", "hipMemset"]
+        .iter()
+        .any(|p| api.starts_with(p))
+}
+
+/// Async: the stream-ordered variant of a copy or memset
+/// (`cudaMemcpyAsync`), which returns before the work is done unless
+/// pageable memory forces it to wait.
+pub fn is_async_api(name: &str) -> bool {
+    name.contains("Async")
+}
+
+/// Alloc: device and pinned-host allocator calls (`cudaMalloc`,
+/// `cudaFree`, `cudaHostAlloc`, ...). Inside a training step they mean the
+/// caching allocator is growing, or pinned buffers are made per copy.
+pub fn is_alloc_api(name: &str) -> bool {
+    const ALLOC: [&str; 12] = [
+        "cudaMalloc",
+        "cudaFree",
+        "cudaHostAlloc",
+        "cudaMallocHost",
+        "cudaFreeHost",
+        "cudaHostRegister",
+        "cuMemAlloc",
+        "cuMemFree",
+        "cuMemHostAlloc",
+        "hipMalloc",
+        "hipFree",
+        "hipHostMalloc",
+    ];
+    let api = api_name(name);
+    ALLOC.iter().any(|p| api.starts_with(p))
+}
+
+/// Launch: a call that queues kernels (`cudaLaunchKernel`,
+/// `cuLaunchKernel`, `cudaLaunchCooperativeKernel`, `cudaGraphLaunch`).
+pub fn is_launch_api(name: &str) -> bool {
+    name.contains("LaunchKernel")
+        || name.contains("LaunchCooperativeKernel")
+        || name.contains("GraphLaunch")
+        || name.starts_with("cuLaunch")
+}
+
+/// Graph launch: a call that replays a captured CUDA/HIP graph, many
+/// kernels under one correlation id.
+pub fn is_graph_launch_api(name: &str) -> bool {
+    name.contains("GraphLaunch")
+}
+
+/// Wait: a call that makes a stream wait for an event recorded on another
+/// (`cudaStreamWaitEvent`). The wait happens on the GPU; the host does not
+/// block.
+pub fn is_wait_api(name: &str) -> bool {
+    name.contains("StreamWaitEvent")
+}
+
+/// Wait record: Kineto's `cuda_sync` record of a stream wait
+/// (`Stream Wait Event`), drawn on the waiting stream.
+pub fn is_wait_record_name(name: &str) -> bool {
+    name.contains("Wait Event")
+}
+
+/// Communication kernel: an NCCL or RCCL collective. Names seen:
+/// `ncclKernel_AllReduce_RING_LL_Sum_float(...)`,
+/// `ncclDevKernel_AllGather_RING_LL(...)`, `void ncclKernel<...>`,
+/// `rcclGenericKernel`.
+pub fn is_communication_name(name: &str) -> bool {
+    name.starts_with("nccl")
+        || name.starts_with("rccl")
+        || name.contains("ncclKernel")
+        || name.contains("ncclDevKernel")
+        || name.contains("rcclKernel")
+        || name.contains("rcclGenericKernel")
+}
+
+/// Tensor-core kernel: its name says it runs on Tensor Cores. cuBLAS and
+/// cuDNN names carry the MMA shape after a precision letter (`s16816gemm`,
+/// `h884`, `i8816`), CUTLASS kernels say `tensorop`, Hopper ones
+/// `gmma`/`wgmma`, and NVIDIA's `xmma`/`hmma`/`wmma` kernels name the
+/// instruction. A name is all a trace has: a kernel whose name says none of
+/// this may still use Tensor Cores (Triton kernels, for one).
+pub fn is_tensor_core_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    const WORDS: [&str; 8] = ["tensorop", "xmma", "hmma", "wmma", "gmma", "imma", "mma_", "_mma"];
+    const SHAPES: [&str; 9] = [
+        "884", "1688", "16816", "8816", "16832", "1684", "16x8x16", "16x8x8", "64x8x16",
+    ];
+    WORDS.iter().any(|w| n.contains(w))
+        || SHAPES.iter().any(|s| {
+            n.match_indices(s).any(|(i, _)| {
+                // A shape follows a precision letter (h884, s1688, i8816).
+                let before = n[..i].chars().next_back();
+                before.is_some_and(|c| matches!(c, 'h' | 's' | 'i' | 'f' | 'x' | 'd' | 'b' | 'c' | '_'))
+            })
+        })
+}
+
+/// Step: a `ProfilerStep#N` range, one training step.
+pub fn is_step_name(name: &str) -> bool {
+    name.starts_with("ProfilerStep#")
+}
+
+/// Annotation: a user range that older traces store as an operator:
+/// `record_function`'s `Owner#method` (`Optimizer.step#SGD.step`,
+/// `enumerate(DataLoader)#...__next__`) and `nn.Module: Linear_0`.
+pub fn is_annotation_name(name: &str) -> bool {
+    (name.contains('#') && !is_step_name(name)) || name.starts_with("nn.Module:")
+}
+
+/// DataLoader: an input-pipeline range, a DataLoader (or DataPipe)
+/// `__next__`, e.g.
+/// `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`.
+pub fn is_dataloader_name(name: &str) -> bool {
+    (name.contains("DataLoader") || name.contains("DataPipe")) && name.contains("__next__")
+}
+
+/// Profiler: the profiler's own work: CUPTI buffer handling, profiler
+/// overhead, and Python frames of `torch/profiler/`.
+pub fn is_profiler_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains("cupti")
+        || lower.contains("buffer flush")
+        || lower.contains("profiler overhead")
+        || (is_frame(name) && name.contains("torch/profiler/"))
+}
+
+/// Frame: one Python frame, `path.py(NN): fn`.
+pub fn is_frame(s: &str) -> bool {
+    let Some(open) = s.find(".py(") else {
+        return false;
+    };
+    let rest = &s[open + 4..];
+    rest.find("):")
+        .is_some_and(|close| close > 0 && rest[..close].bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// User frame: the innermost user-code frame of a frame or of a
+/// `;`-separated stack (innermost first, Kineto's `Call stack`): a
+/// `path.py(NN): fn` whose path is outside installed libraries
+/// (`site-packages`, `dist-packages`, `torch/`, the Python standard
+/// library).
+pub fn user_frame(s: &str) -> Option<&str> {
+    s.split(';')
+        .map(str::trim)
+        .find(|f| is_frame(f) && !is_library_path(f))
+}
+
+fn is_library_path(frame: &str) -> bool {
+    let path = &frame[..frame.find(".py(").unwrap_or(frame.len())];
+    path.contains("site-packages")
+        || path.contains("dist-packages")
+        || path.starts_with("torch/")
+        || path.contains("/torch/")
+        || path.contains("/lib/python")
+        || path.starts_with('<')
+}
+
+/// A display form of a `source` string: the user frame of a stack when
+/// there is one, else its first frame, else the string itself.
+pub fn display_source(s: &str) -> &str {
+    user_frame(s)
+        .or_else(|| s.split(';').map(str::trim).find(|f| is_frame(f)))
+        .unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_families() {
+        for n in [
+            "cudaStreamSynchronize",
+            "__cudaDeviceSynchronize",
+            "cuCtxSynchronize",
+            "hipEventSynchronize",
+            "cudaStreamSynchronize_ptsz",
+        ] {
+            assert!(is_sync_api(n), "{n}");
+        }
+        for n in [
+            "cudaStreamWaitEvent",
+            "cudaLaunchKernel",
+            "cudaMemcpyAsync",
+            "cudaEventRecord",
+        ] {
+            assert!(!is_sync_api(n), "{n}");
+        }
+        assert!(is_stream_sync_api("cuStreamSynchronize"));
+        assert!(!is_stream_sync_api("cudaDeviceSynchronize"));
+        assert!(is_memcpy_api("cudaMemcpyAsync") && is_memcpy_api("hipMemcpyWithStream"));
+        assert!(!is_memcpy_api("cudaMemsetAsync") && is_memset_api("cudaMemsetAsync"));
+        assert!(is_async_api("cudaMemcpyAsync") && !is_async_api("cudaMemcpy"));
+        assert!(
+            is_alloc_api("cudaMallocHost") && is_alloc_api("_hipFree") && !is_alloc_api("cudaMemGetInfo")
+        );
+        assert!(is_launch_api("cudaLaunchKernel") && is_launch_api("cuLaunchKernelEx"));
+        assert!(is_launch_api("cudaGraphLaunch") && is_graph_launch_api("hipGraphLaunch"));
+        assert!(!is_launch_api("cudaMemcpyAsync"));
+        assert!(is_wait_api("cudaStreamWaitEvent") && !is_wait_api("cudaEventSynchronize"));
+        assert!(is_wait_record_name("Stream Wait Event") && !is_wait_record_name("Event Sync"));
+    }
+
+    #[test]
+    fn kernel_names() {
+        for n in [
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+            "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+            "void ncclKernel<...>",
+            "rcclGenericKernel<1>",
+        ] {
+            assert!(is_communication_name(n), "{n}");
+        }
+        for n in [
+            "volta_sgemm_128x64_nn",
+            "Memcpy HtoD (Pageable -> Device)",
+            "my_nccl_free_kernel",
+        ] {
+            assert!(!is_communication_name(n), "{n}");
+        }
+        for n in [
+            "volta_h884gemm_64x64_ldg8_nn",
+            "turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn",
+            "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_32x3_nn",
+            "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32",
+            "void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8>(Params)",
+            "sm90_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas_gmma",
+            "volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc2nchw_tn_v1",
+        ] {
+            assert!(is_tensor_core_name(n), "{n}");
+        }
+        for n in [
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",
+            "volta_sgemm_128x64_nn",
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+            "Memcpy HtoD (Pageable -> Device)",
+            "implicit_convolve_sgemm",
+        ] {
+            assert!(!is_tensor_core_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn range_names() {
+        assert!(is_dataloader_name(
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+        ));
+        assert!(is_annotation_name("Optimizer.zero_grad#SGD.zero_grad"));
+        assert!(!is_annotation_name("ProfilerStep#3"));
+        assert!(is_step_name("ProfilerStep#3"));
+        assert!(is_frame("train.py(42): step"));
+        assert!(!is_frame("aten::mm"));
+        let stack = "/x/site-packages/torch/autograd/profiler.py(614): __enter__;\
+                     /x/site-packages/torch/utils/data/dataloader.py(518): __next__;\
+                     resnet50_profiler_api.py(42): <module>";
+        assert_eq!(user_frame(stack), Some("resnet50_profiler_api.py(42): <module>"));
+        assert_eq!(display_source(stack), "resnet50_profiler_api.py(42): <module>");
+        assert_eq!(user_frame("torch/nn/modules/module.py(1501): _call_impl"), None);
+        assert!(is_profiler_name(
+            "/x/site-packages/torch/profiler/profiler.py(313): step"
+        ));
+        assert!(is_profiler_name("CUPTI buffer flush"));
+    }
+}
