@@ -232,6 +232,9 @@ const SCHEMA_VERSION: u32 = 1;
 
 /// Returns whether a regression was found.
 fn run(args: &DiffArgs) -> Result<bool> {
+    if args.base.is_dir() || args.new.is_dir() {
+        return job_diff(args);
+    }
     let (kb, kn) = (detect(&args.base)?, detect(&args.new)?);
     if kb != kn {
         bail!(
@@ -285,6 +288,106 @@ fn run(args: &DiffArgs) -> Result<bool> {
     };
     out.flush()?;
     Ok(regressed)
+}
+
+/// The job analysis of one side of a job diff: its inputs must make one job.
+fn one_job(path: &Path, args: &DiffArgs) -> Result<gapscope_analyzers::job::JobAnalysis> {
+    use crate::batch::{self, Output};
+    let opts = crate::inputs::LoadOptions {
+        analyze: gapscope_analyzers::analysis::AnalyzeOptions {
+            window: gapscope_analyzers::window::WindowOptions {
+                steps: args.window.steps,
+                exclude_last_step: args.window.exclude_last_step,
+            },
+            ..Default::default()
+        },
+        import: gapscope_collectors::kineto::ImportOptions { progress: false },
+        limits: Default::default(),
+        time_text: None,
+        quiet: args.quiet,
+        jobs: 0,
+        with_analysis: false,
+    };
+    let mut outs = batch::analyse(&[path.to_path_buf()], &opts)?;
+    match (outs.len(), outs.pop()) {
+        (1, Some(Output::Job(j))) => Ok(j.analysis),
+        (n, _) => bail!(
+            "{}: holds {n} jobs or traces apart, not one job; diff compares two jobs (directories of one job's \
+             traces) or two traces",
+            path.display()
+        ),
+    }
+}
+
+/// `diff BASE_DIR NEW_DIR`: two jobs.
+fn job_diff(args: &DiffArgs) -> Result<bool> {
+    if !(args.base.is_dir() && args.new.is_dir()) {
+        bail!(
+            "{} is a directory (a job) but {} is not; diff compares two jobs or two traces",
+            if args.base.is_dir() {
+                args.base.display()
+            } else {
+                args.new.display()
+            },
+            if args.base.is_dir() {
+                args.new.display()
+            } else {
+                args.base.display()
+            }
+        );
+    }
+    let th = args.thresholds();
+    let (b, n) = (one_job(&args.base, args)?, one_job(&args.new, args)?);
+    let d = gapscope_analyzers::diff::job::diff_jobs(&b, &n, &th);
+    let names = (args.base.display().to_string(), args.new.display().to_string());
+    let mut out = io::stdout().lock();
+    if args.format == DiffFormat::Json {
+        let o = Output {
+            schema_version: SCHEMA_VERSION,
+            kind: "job",
+            base: names.0,
+            new: names.1,
+            thresholds: th,
+            regression: !d.regressions.is_empty(),
+            regressions: &d.regressions,
+            result: &d,
+        };
+        json(&mut out, &o)?;
+    } else {
+        let ms = |v: Option<i64>| v.map_or("-".to_string(), |v| format!("{:.2} ms", v as f64 / 1e6));
+        writeln!(
+            out,
+            "gapscope diff: {} → {} (jobs of {} and {} ranks)",
+            names.0, names.1, d.ranks.0, d.ranks.1
+        )?;
+        writeln!(
+            out,
+            "job step (median)     {} → {}",
+            ms(d.step_time_ns.0),
+            ms(d.step_time_ns.1)
+        )?;
+        writeln!(
+            out,
+            "waiting for peers     {:.1}% → {:.1}% of the ranks' step time",
+            d.wait_share.0 * 100.0,
+            d.wait_share.1 * 100.0
+        )?;
+        for t in &d.findings_added {
+            writeln!(out, "new late rank:        {t}")?;
+        }
+        for t in &d.findings_removed {
+            writeln!(out, "gone late rank:       {t}")?;
+        }
+        if d.regressions.is_empty() {
+            writeln!(out, "no regression ({})", thresholds_line(&th))?;
+        } else {
+            for r in &d.regressions {
+                writeln!(out, "REGRESSION {}: {}", r.metric, r.detail)?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(!d.regressions.is_empty())
 }
 
 #[derive(Serialize)]

@@ -341,3 +341,43 @@ fn profiling_cycles_pair_by_step() {
         );
     }
 }
+
+/// `diff` of two jobs: the same job is no regression (exit 0); a late rank
+/// planted in NEW is one, named with its finding (exit 1); a job against a
+/// trace is an error (exit 2).
+#[test]
+fn diff_of_two_jobs() {
+    let tmp = TempDir::new("job-diff");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    plant_job(&a, &["--ranks", "4", "--steps", "3"]);
+    plant_job(
+        &b,
+        &["--ranks", "4", "--steps", "3", "--plant", "1:11:1:8:dataloader"],
+    );
+    let same = gapscope(args(&["diff"], &[&a, &a])).expect_code(0);
+    assert!(same.stdout.contains("no regression"), "{}", same.stdout);
+    let r = gapscope(args(&["diff", "--format", "json"], &[&a, &b])).expect_code(1);
+    let j = r.json();
+    assert_eq!(j["kind"], "job");
+    let metrics: Vec<&str> = j["regressions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(metrics, ["wait", "finding"]);
+    assert!(
+        j["findings_added"][0]
+            .as_str()
+            .unwrap()
+            .contains("for rank 1, whose DataLoader took 8.0 ms longer"),
+        "{j}"
+    );
+    let t = a.join("rank0.pt.trace.json.gz");
+    let r = gapscope(args(&["diff"], &[&a, &t])).expect_code(2);
+    assert!(
+        r.stderr.contains("diff compares two jobs or two traces"),
+        "{}",
+        r.stderr
+    );
+}

@@ -6,6 +6,7 @@
 //! parsed [`bench::BenchRecord`]s); reading files is the caller's job.
 
 pub mod bench;
+pub mod job;
 pub mod ops;
 pub mod trace;
 
