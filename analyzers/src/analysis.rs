@@ -1,17 +1,21 @@
 //! [`Analysis`]: everything gapscope computes about one trace, as plain
-//! serializable data; [`analyze`] is the entry point.
+//! serializable data: the view of a [`Session`] that `gapscope analyze
+//! --format json` writes. [`analyze`] builds one in a single call.
 //!
 //! The JSON form is versioned by [`SCHEMA_VERSION`]. Fields added later are
 //! `Option`/`Vec` with `#[serde(default, skip_serializing_if = ...)]`, so
 //! older files still read and the version only moves on breaking changes.
 
 use crate::bounds::{bounds, Bounds};
-use crate::breakdown::{timelines, Breakdown};
+use crate::breakdown::Breakdown;
 use crate::causes::CauseTotals;
-use crate::detectors::{detect_device, rank, Finding};
+use crate::detectors::Finding;
+use crate::gpu_metrics::{gpu_metrics, GpuMetrics};
 use crate::idle::{by_cause_in, summarize, TopGap, TopIdleOperator};
+use crate::intervals::Span;
+use crate::kernels::{tensor_core_share, KernelTable};
 use crate::launch_stats::{launch_stats, LaunchOptions, LaunchStats};
-use crate::segments::{IdleAnalyzer, IdleSegment};
+use crate::session::Session;
 use crate::temporal::{temporal, Temporal};
 use crate::window::{self, TimeRange, WindowOptions};
 use gapscope_collectors::trace::{Ns, Trace};
@@ -54,6 +58,10 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
     /// Counts of rows and of oddities.
     pub diagnostics: AnalysisDiagnostics,
+    /// Kernel rows of the selection grouped by name, most time first
+    /// ([`crate::kernels`]).
+    #[serde(default)]
+    pub kernels: KernelTable,
 }
 
 /// Provenance of the analysed trace.
@@ -119,6 +127,19 @@ pub struct DeviceReport {
     /// speedup removing idle time could give.
     #[serde(default)]
     pub bounds: Bounds,
+    /// Share of the device's kernel time (whole selection) in kernels
+    /// whose name says Tensor Cores, 0 to 1.
+    #[serde(default)]
+    pub tensor_core_share: f64,
+    /// TensorBoard's GPU utilization, estimated SM efficiency and
+    /// utilization timeline ([`crate::gpu_metrics`]).
+    #[serde(default)]
+    pub gpu_metrics: GpuMetrics,
+    /// Busy time inside the window (kernels, copies, memsets), as sorted,
+    /// disjoint `[start, end)` pairs, ns since the trace origin: what the
+    /// breakdown's busy time is made of.
+    #[serde(default)]
+    pub busy_spans_ns: Vec<Span>,
 }
 
 /// One selected step.
@@ -187,48 +208,47 @@ impl RowCounts {
 
 /// Analyses `trace`: selects the window, then computes the per-device and
 /// per-step breakdowns, the idle time's causes and culprits, the
-/// HTA-compatible temporal block, the launch statistics, the bounds and the
-/// detectors' findings.
+/// HTA-compatible temporal block, the launch statistics, the bounds, the
+/// detectors' findings, the kernel table and TensorBoard's GPU metrics.
+/// The same as `Session::new(trace, opts).into_analysis()`.
 pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
-    let selected = window::selection(trace, &opts.window, opts.time_window);
-    let win = window::window(&selected);
-    let timelines = timelines(&selected);
-    let mut temporal = temporal(&selected).into_iter();
-    let mut launches = launch_stats(&selected, &opts.launch).into_iter().peekable();
-    let idle = IdleAnalyzer::new(&selected);
-    // Segments per device, computed once and cut per step below.
-    let segments: Vec<Vec<IdleSegment>> = timelines
+    Session::new(trace, opts).into_analysis()
+}
+
+/// The [`Analysis`] of a session, from the parts it holds.
+pub(crate) fn assemble(session: &Session) -> Analysis {
+    let trace = session.whole_trace();
+    let selected = session.trace();
+    let opts = session.options();
+    let win = session.window();
+    let mut temporal = temporal(selected).into_iter();
+    let mut launches = launch_stats(selected, &opts.launch).into_iter().peekable();
+    let devices = session
+        .devices()
         .iter()
-        .map(|tl| idle.segments(tl.device, win.span))
-        .collect();
-    let devices = timelines
-        .iter()
-        .zip(&segments)
-        .map(|(tl, segs)| {
-            let attribution = summarize(&selected, tl.device, win.span, segs);
+        .map(|d| {
+            let segs = &d.segments;
+            let attribution = summarize(selected, d.device, win.span, segs);
             DeviceReport {
-                device: tl.device,
-                name: device_name(trace, tl.device),
-                breakdown: tl.breakdown(win.span),
+                device: d.device,
+                name: device_name(trace, d.device),
+                breakdown: d.timeline.breakdown(win.span),
                 // Both lists hold the same active devices in the same order.
                 temporal: temporal.next().map(|(_, t)| t).unwrap_or_default(),
                 launch_stats: launches
-                    .next_if(|(d, _)| *d == tl.device)
+                    .next_if(|(dev, _)| *dev == d.device)
                     .map(|(_, s)| s)
                     .unwrap_or_default(),
                 idle_by_cause_ns: attribution.idle_by_cause_ns,
                 top_gaps: attribution.top_gaps,
                 top_idle_operators: attribution.top_idle_operators,
-                bounds: bounds(&selected, tl.device, win.span),
+                bounds: bounds(selected, d.device, win.span),
+                tensor_core_share: tensor_core_share(selected, d.device),
+                gpu_metrics: gpu_metrics(selected, d.device, win.span, &d.kernels),
+                busy_spans_ns: clip(&d.busy, win.span),
             }
         })
         .collect();
-    let mut findings: Vec<Finding> = timelines
-        .iter()
-        .zip(&segments)
-        .flat_map(|(tl, segs)| detect_device(&selected, idle.context(), tl.device, &win, segs))
-        .collect();
-    rank(&mut findings);
     let steps = win
         .steps
         .iter()
@@ -236,13 +256,13 @@ pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
             step: s.number,
             start_ns: s.start,
             end_ns: s.end,
-            devices: timelines
+            devices: session
+                .devices()
                 .iter()
-                .zip(&segments)
-                .map(|(tl, segs)| StepDevice {
-                    device: tl.device,
-                    breakdown: tl.breakdown((s.start, s.end)),
-                    idle_by_cause_ns: by_cause_in(segs, (s.start, s.end)),
+                .map(|d| StepDevice {
+                    device: d.device,
+                    breakdown: d.timeline.breakdown((s.start, s.end)),
+                    idle_by_cause_ns: by_cause_in(&d.segments, (s.start, s.end)),
                 })
                 .collect(),
         })
@@ -250,12 +270,24 @@ pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
     Analysis {
         schema_version: SCHEMA_VERSION,
         source: source_info(trace),
-        window: window_info(trace, &selected, &win, opts),
+        window: window_info(trace, selected, win, opts),
         devices,
         steps,
-        findings,
-        diagnostics: diagnostics(trace, &selected),
+        findings: session.findings().to_vec(),
+        diagnostics: diagnostics(trace, selected),
+        kernels: session.kernels().clone(),
     }
+}
+
+/// The parts of sorted, disjoint `spans` inside `window`.
+fn clip(spans: &[Span], (ws, we): Span) -> Vec<Span> {
+    let first = spans.partition_point(|s| s.1 <= ws);
+    spans[first..]
+        .iter()
+        .take_while(|s| s.0 < we)
+        .map(|&(s, e)| (s.max(ws), e.min(we)))
+        .filter(|(s, e)| e > s)
+        .collect()
 }
 
 fn device_name(trace: &Trace, device: u32) -> String {

@@ -101,6 +101,12 @@ impl DeviceTimeline {
         intervals::union(all)
     }
 
+    /// Kernel time (compute and collectives) of the whole device, as
+    /// disjoint sorted spans.
+    pub fn kernel_spans(&self) -> Vec<Span> {
+        merge(&self.owned[COMPUTE], &self.owned[COMM])
+    }
+
     /// The breakdown of `range`.
     pub fn breakdown(&self, range: Span) -> Breakdown {
         let t = |l: usize| sum_in(&self.owned[l], range);

@@ -34,6 +34,8 @@ pub struct Blocking {
 /// What the CPU side says about one device.
 #[derive(Clone, Debug, Default)]
 pub struct DeviceEvidence {
+    /// The GPU index.
+    pub device: u32,
     /// Threads that launched work on the device, busiest first.
     pub launchers: Vec<ThreadId>,
     /// Blocking calls on those threads, disjoint and sorted: where calls
@@ -50,6 +52,7 @@ impl DeviceEvidence {
         let launchers = launcher_threads(trace, device);
         let blocking = blocking_calls(trace, device, &launchers);
         DeviceEvidence {
+            device,
             launchers,
             blocking,
             profiler: profiler_spans(trace, device),

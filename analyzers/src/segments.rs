@@ -63,6 +63,7 @@ use crate::evidence::DeviceEvidence;
 use crate::gaps::{device_gaps, Gap};
 use crate::intervals::Span;
 use gapscope_collectors::trace::{GpuRow, Ns, OpRow, StrId, Strings, ThreadId, Trace};
+use std::borrow::Cow;
 
 /// One piece of an idle gap with a single cause and attribution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,7 +106,7 @@ pub fn idle_segments(trace: &Trace, device: u32, window: Span) -> Vec<IdleSegmen
 /// is computed once.
 pub struct IdleAnalyzer<'t> {
     trace: &'t Trace,
-    cx: OpContext,
+    cx: Cow<'t, OpContext>,
 }
 
 /// The CPU side of one gap: who issues the next work and when.
@@ -126,7 +127,15 @@ impl<'t> IdleAnalyzer<'t> {
     pub fn new(trace: &'t Trace) -> Self {
         IdleAnalyzer {
             trace,
-            cx: OpContext::new(trace),
+            cx: Cow::Owned(OpContext::new(trace)),
+        }
+    }
+
+    /// Reuses blame columns already computed for `trace`.
+    pub fn with_context(trace: &'t Trace, cx: &'t OpContext) -> Self {
+        IdleAnalyzer {
+            trace,
+            cx: Cow::Borrowed(cx),
         }
     }
 
@@ -142,10 +151,15 @@ impl<'t> IdleAnalyzer<'t> {
 
     /// The idle segments of `device` inside `window`, in time order.
     pub fn segments(&self, device: u32, window: Span) -> Vec<IdleSegment> {
-        let ev = DeviceEvidence::new(self.trace, device);
+        self.segments_with(&DeviceEvidence::new(self.trace, device), window)
+    }
+
+    /// The idle segments of the device `ev` describes (gathered already)
+    /// inside `window`, in time order.
+    pub fn segments_with(&self, ev: &DeviceEvidence, window: Span) -> Vec<IdleSegment> {
         let mut out = Vec::new();
-        for gap in device_gaps(self.trace, device, window) {
-            self.split_gap(&ev, &gap, &mut out);
+        for gap in device_gaps(self.trace, ev.device, window) {
+            self.split_gap(ev, &gap, &mut out);
         }
         out
     }

@@ -379,11 +379,18 @@ pub fn select_in(trace: &Trace, opts: &WindowOptions, time: Option<TimeRange>) -
     }
 }
 
+/// True when the options keep every row of `trace` (no time window, and
+/// the steps options keep all steps): the analysis can read the trace
+/// itself instead of a copy.
+pub fn selects_all(trace: &Trace, opts: &WindowOptions, time: Option<TimeRange>) -> bool {
+    time.is_none() && cpu_range(&steps(trace), opts).is_none()
+}
+
 /// What an analysis reads: `trace` itself when the options select all of it
 /// (no copy: the tables of a multi-GB trace are hundreds of MB), else
 /// [`select_in`]'s new trace.
 pub fn selection<'t>(trace: &'t Trace, opts: &WindowOptions, time: Option<TimeRange>) -> Cow<'t, Trace> {
-    if time.is_none() && cpu_range(&steps(trace), opts).is_none() {
+    if selects_all(trace, opts, time) {
         Cow::Borrowed(trace)
     } else {
         Cow::Owned(select_in(trace, opts, time))

@@ -63,6 +63,7 @@ mod shared;
 pub(crate) use shared::{CallClass, Cx, Draft, SiteGroup, SyncKind, NOISE_NS, SLOW_CALL_NS, TINY_COPY_BYTES};
 
 use crate::attribution::OpContext;
+use crate::evidence::DeviceEvidence;
 use crate::segments::{IdleAnalyzer, IdleSegment};
 use crate::window::Window;
 use gapscope_collectors::trace::{Ns, Trace};
@@ -135,23 +136,25 @@ pub fn detect(trace: &Trace, window: &Window) -> Vec<Finding> {
     let ia = IdleAnalyzer::new(trace);
     let mut out = Vec::new();
     for d in trace.active_devices() {
-        let segs = ia.segments(d, window.span);
-        out.extend(detect_device(trace, ia.context(), d, window, &segs));
+        let ev = DeviceEvidence::new(trace, d);
+        let segs = ia.segments_with(&ev, window.span);
+        out.extend(detect_device(trace, ia.context(), &ev, window, &segs));
     }
     rank(&mut out);
     out
 }
 
-/// Runs every detector on one device, from its idle segments (computed by
-/// [`IdleAnalyzer::segments`] over `window.span`). Not ranked.
+/// Runs every detector on the device `ev` describes, from its idle
+/// segments (computed by [`IdleAnalyzer::segments_with`] over
+/// `window.span`). Not ranked.
 pub fn detect_device(
     trace: &Trace,
     ops: &OpContext,
-    device: u32,
+    ev: &DeviceEvidence,
     window: &Window,
     segs: &[IdleSegment],
 ) -> Vec<Finding> {
-    let cx = Cx::new(trace, ops, device, window, segs);
+    let cx = Cx::new(trace, ops, ev, window, segs);
     let mut claims = vec![false; cx.pieces.len()];
     let mut drafts = Vec::new();
     drafts.extend(artifacts::detect(&cx, &mut claims));

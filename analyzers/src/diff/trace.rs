@@ -18,11 +18,13 @@
 //! paired whatever their index (rank 3 on GPU 3 against rank 1 on GPU 1).
 
 use super::bench::{time_change, MetricChange, Spread};
-use super::ops::OpsDiff;
+use super::ops::{self, OpsDiff};
 use super::{Regression, Thresholds};
 use crate::analysis::Analysis;
 use crate::breakdown::Breakdown;
 use crate::causes::CauseTotals;
+use crate::detectors::Finding;
+use crate::session::Session;
 use gapscope_collectors::trace::Ns;
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +42,46 @@ pub struct FindingSummary {
     pub subject: String,
     /// Its estimated saving, ns.
     pub savings_ns: Ns,
+}
+
+impl FindingSummary {
+    /// A finding as the comparison sees it: its detector and finding id,
+    /// and what it names (the first of source, operator, annotation:
+    /// traces of the same program name the same lines), with its saving.
+    pub fn of(f: &Finding) -> FindingSummary {
+        FindingSummary {
+            id: f.detector.clone(),
+            kind: f.id.clone(),
+            subject: [&f.source, &f.operator, &f.annotation]
+                .into_iter()
+                .flatten()
+                .next()
+                .cloned()
+                .unwrap_or_else(|| f.id.clone()),
+            savings_ns: f.est_savings_ns,
+        }
+    }
+}
+
+/// Two sessions compared: their analyses, their findings, and the
+/// operators and kernels of each whole trace inside its window.
+pub fn diff_sessions(base: &Session, new: &Session, th: &Thresholds) -> TraceDiff {
+    let totals = |s: &Session| ops::collect(s.whole_trace(), s.window().span);
+    let ops = ops::diff(&totals(base), &totals(new));
+    let summaries = |s: &Session| s.findings().iter().map(FindingSummary::of).collect::<Vec<_>>();
+    let (bf, nf) = (summaries(base), summaries(new));
+    diff(
+        Side {
+            analysis: base.analysis(),
+            findings: &bf,
+        },
+        Side {
+            analysis: new.analysis(),
+            findings: &nf,
+        },
+        ops,
+        th,
+    )
 }
 
 /// Findings compared.

@@ -20,7 +20,7 @@ pub(crate) struct Cx<'a> {
     pub device: u32,
     pub window: Span,
     pub steps: &'a [Step],
-    pub ev: DeviceEvidence,
+    pub ev: &'a DeviceEvidence,
     pub pieces: Vec<Piece>,
     /// Per `runtime` row: the first busy or sync GPU row of this device it
     /// launched, if any.
@@ -34,18 +34,18 @@ impl<'a> Cx<'a> {
     pub(crate) fn new(
         trace: &'a Trace,
         ops: &'a OpContext,
-        device: u32,
+        ev: &'a DeviceEvidence,
         window: &'a Window,
         segs: &[IdleSegment],
     ) -> Cx<'a> {
-        let ev = DeviceEvidence::new(trace, device);
+        let device = ev.device;
         let mut call_gpu = vec![None; trace.runtime.len()];
         for i in 0..trace.gpu.len() {
             if let Some(c) = trace.links.gpu_launch[i].filter(|_| trace.gpu.device[i] == device) {
                 call_gpu[c.index()].get_or_insert(GpuRow::new(i));
             }
         }
-        let replay = Replay::new(trace, device, window.span, &ev);
+        let replay = Replay::new(trace, device, window.span, ev);
         let mut cx = Cx {
             trace,
             ops,

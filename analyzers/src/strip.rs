@@ -1,34 +1,26 @@
-//! What the page shows that the [`Analysis`] does not keep, taken from the
-//! analyzers' own per-row results: the timeline strip of each device (its
-//! busy spans and idle segments, binned into columns) and the kernel table.
+//! A device's window cut into equal columns, each with its busy time, its
+//! idle time by cause and the culprit with the most idle time in it: what a
+//! timeline strip draws. The columns bin the same busy spans and idle
+//! segments the analysis sums, so a strip's columns add up to the device's
+//! breakdown.
 //!
-//! No metric is invented here: the strip bins the same busy spans and idle
-//! segments that the analysis sums (so a strip's columns add up to the
-//! device's breakdown), and the kernel table is a group-by of kernel rows.
-//!
-//! [`Analysis`]: gapscope_analyzers::analysis::Analysis
+//! ```text
+//! window     |<------------------------------------------->|
+//! busy       [....]      [..........]          [.....]
+//! idle            [sync.]            [dataloader]
+//! columns    |   c0   |   c1   |   c2   |   c3   |   c4   |
+//!            each: busy ns, idle ns by cause, the heaviest culprit
+//! ```
 
-use gapscope_analyzers::breakdown::timelines;
-use gapscope_analyzers::causes::{Cause, CauseTotals};
-use gapscope_analyzers::intervals::Span;
-use gapscope_analyzers::names::display_source;
-use gapscope_analyzers::names::is_communication_name;
-use gapscope_analyzers::segments::{IdleAnalyzer, IdleSegment};
-use gapscope_analyzers::window::{self, WindowOptions};
-use gapscope_collectors::trace::{GpuKind, Ns, OpRow, StrId, Strings, Trace};
+use crate::causes::{Cause, CauseTotals};
+use crate::intervals::Span;
+use crate::names::display_source;
+use crate::segments::IdleSegment;
+use gapscope_collectors::trace::{Ns, OpRow, StrId, Strings, Trace};
 use std::collections::HashMap;
 
 /// Columns of a timeline strip: about one per 2 px of a page-wide strip.
 pub const STRIP_COLUMNS: usize = 500;
-
-/// Per-row results for the page.
-#[derive(Clone, Debug, Default)]
-pub struct Extras {
-    /// One strip per active device, sorted by device.
-    pub strips: Vec<Strip>,
-    /// Kernels grouped by name, most time first.
-    pub kernels: Vec<KernelRow>,
-}
 
 /// A device's window cut into equal columns.
 #[derive(Clone, Debug, Default)]
@@ -70,40 +62,6 @@ pub struct Culprit {
     pub source: Option<String>,
     /// Idle ns of this culprit inside the column.
     pub ns: Ns,
-}
-
-/// Kernels of one name.
-#[derive(Clone, Debug, PartialEq)]
-pub struct KernelRow {
-    /// Full kernel name.
-    pub name: String,
-    /// Number of launches (rows).
-    pub count: u64,
-    /// Sum of their durations (streams running at once each count).
-    pub total_ns: Ns,
-    /// An NCCL/RCCL collective.
-    pub communication: bool,
-}
-
-impl Extras {
-    /// The strips and kernel table of `trace` over the window `opts`
-    /// selects, the same selection and window as `analyze`.
-    pub fn of(trace: &Trace, opts: &WindowOptions) -> Self {
-        let selected = window::select(trace, opts);
-        let span = window::window(&selected).span;
-        let idle = IdleAnalyzer::new(&selected);
-        let strips = timelines(&selected)
-            .iter()
-            .map(|tl| {
-                let segs = idle.segments(tl.device, span);
-                strip(&selected, tl.device, span, &tl.busy(), &segs, STRIP_COLUMNS)
-            })
-            .collect();
-        Extras {
-            strips,
-            kernels: kernels(&selected),
-        }
-    }
 }
 
 /// Column `c` of `n` over `window` starts here (integer arithmetic, so
@@ -187,33 +145,6 @@ pub fn strip(
         window,
         columns,
     }
-}
-
-/// Kernel rows grouped by name, most total time first (name breaks ties).
-pub fn kernels(trace: &Trace) -> Vec<KernelRow> {
-    let gpu = &trace.gpu;
-    let mut by_name: HashMap<StrId, (u64, Ns)> = HashMap::new();
-    for i in 0..gpu.len() {
-        if gpu.kind[i] == GpuKind::Kernel {
-            let e = by_name.entry(gpu.name[i]).or_default();
-            e.0 += 1;
-            e.1 += gpu.dur(i);
-        }
-    }
-    let mut rows: Vec<KernelRow> = by_name
-        .into_iter()
-        .map(|(id, (count, total_ns))| {
-            let name = trace.strings.get(id).to_string();
-            KernelRow {
-                communication: is_communication_name(&name),
-                name,
-                count,
-                total_ns,
-            }
-        })
-        .collect();
-    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.name.cmp(&b.name)));
-    rows
 }
 
 #[cfg(test)]

@@ -1,8 +1,15 @@
-//! Counter series drawn under each GPU: utilization in fixed bins and the
-//! launch queue length. Samples are step functions (a value holds until
-//! the next sample), so repeats are dropped.
+//! Counter series of a device, as timelines draw them: busy percentage in
+//! fixed bins, and the launch queue (work launched but not started).
+//! Samples are step functions (a value holds until the next sample), so
+//! repeats are dropped.
+//!
+//! ```text
+//! launch calls   [L1]   [L2]
+//! gpu                         [k1.....][k2...]
+//! queue          1      2     1        0        a sample at each change
+//! ```
 
-use gapscope_analyzers::intervals::Span;
+use crate::intervals::Span;
 use gapscope_collectors::trace::Trace;
 
 /// Busy percentage of each `bin`-ns bin from the bin holding the first busy
