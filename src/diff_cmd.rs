@@ -10,14 +10,15 @@ use crate::cli::WindowArgs;
 use crate::render::table::Table;
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
-use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
+use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::diff::bench::{self, BenchDiff, BenchRecord, MetricChange, Verdict};
-use gapscope_analyzers::diff::ops::{self, Change, ChangeCounts, OpCategory, OpChange, OpsDiff};
-use gapscope_analyzers::diff::trace::{self, DeviceSide, Side, TraceDiff};
+use gapscope_analyzers::diff::ops::{Change, ChangeCounts, OpCategory, OpChange, OpsDiff};
+use gapscope_analyzers::diff::trace::{self, DeviceSide, TraceDiff};
 use gapscope_analyzers::diff::{Regression, Thresholds};
 use gapscope_analyzers::format::{bytes, duration, duration_signed, percent};
 use gapscope_analyzers::window::WindowOptions;
+use gapscope_analyzers::Session;
 use gapscope_collectors::kineto::ImportOptions;
 use serde::Serialize;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
@@ -417,33 +418,21 @@ fn trace_diff(args: &DiffArgs, th: &Thresholds) -> Result<TraceDiff> {
         if !args.quiet {
             crate::analyze::warn_skipped(&path.display().to_string(), &t);
         }
-        let a = analyze(&t, &options);
-        if a.window.basis == "empty" {
+        Ok(t)
+    };
+    let (base, new) = (load(&args.base)?, load(&args.new)?);
+    let (bs, ns) = (Session::new(&base, &options), Session::new(&new, &options));
+    for (path, s) in [(&args.base, &bs), (&args.new, &ns)] {
+        let w = &s.analysis().window;
+        if w.basis == "empty" {
             bail!(
                 "{}: the selection keeps nothing (steps in the trace: {}); choose other --steps",
                 path.display(),
-                a.window.steps_in_trace
+                w.steps_in_trace
             );
         }
-        let totals = ops::collect(&t, (a.window.start_ns, a.window.end_ns));
-        Ok((a, totals))
-    };
-    let (ba, bo) = load(&args.base)?;
-    let (na, no) = load(&args.new)?;
-    let ops = ops::diff(&bo, &no);
-    let (bf, nf) = (finding_summaries(&ba), finding_summaries(&na));
-    Ok(trace::diff(
-        Side {
-            analysis: &ba,
-            findings: &bf,
-        },
-        Side {
-            analysis: &na,
-            findings: &nf,
-        },
-        ops,
-        th,
-    ))
+    }
+    Ok(trace::diff_sessions(&bs, &ns, th))
 }
 
 // ---------------------------------------------------------------- rendering
@@ -843,26 +832,6 @@ fn ops_section(title: &str, d: &OpsDiff, keep: impl Fn(OpCategory) -> bool, top:
         ]);
     }
     s
-}
-
-/// The analysis's findings as the comparison sees them: a detector and
-/// what it names (the first of source, operator, annotation; traces of the
-/// same program name the same lines), with its saving.
-fn finding_summaries(a: &gapscope_analyzers::analysis::Analysis) -> Vec<trace::FindingSummary> {
-    a.findings
-        .iter()
-        .map(|f| trace::FindingSummary {
-            id: f.detector.clone(),
-            kind: f.id.clone(),
-            subject: [&f.source, &f.operator, &f.annotation]
-                .into_iter()
-                .flatten()
-                .next()
-                .cloned()
-                .unwrap_or_else(|| f.id.clone()),
-            savings_ns: f.est_savings_ns,
-        })
-        .collect()
 }
 
 #[cfg(test)]

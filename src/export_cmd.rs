@@ -3,12 +3,14 @@
 //! (Kineto-compatible JSON), its tables as Parquet files (feature
 //! `parquet`), or a gapscope capture (`.gst`).
 
-use crate::export::{chrome, idle, perfetto};
+use crate::export::{chrome, perfetto};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::detectors::Finding;
+use gapscope_analyzers::Session;
 use gapscope_collectors::capture;
 use gapscope_collectors::kineto::ImportOptions;
-use gapscope_collectors::trace::Trace;
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -93,6 +95,9 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         return run_parquet(args, &import);
     }
     let trace = crate::analyze::load(&args.traces[0], &import)?;
+    // The whole trace, analysed once: the timeline draws its idle segments,
+    // counters and findings.
+    let session = Session::new(&trace, &AnalyzeOptions::default());
     // Write beside the target and rename at the end: a truncated trace
     // loads its prefix without any error (perfetto.md pitfall 15), so a
     // failed export must not leave one behind under the real name. A device
@@ -108,13 +113,12 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     let out = BufWriter::with_capacity(1 << 20, file);
     let (summary, stats) = match args.format {
         ExportFormat::Perfetto => {
-            let gaps = idle::idle_gaps(&trace);
-            let findings = finding_spans(&trace);
+            let findings = finding_spans(session.findings());
             let opts = perfetto::Options {
                 compression: (!args.no_compress).then_some(perfetto::DEFAULT_COMPRESSION),
                 ..Default::default()
             };
-            let c = perfetto::write(&trace, &gaps, &findings, &opts, out);
+            let c = perfetto::write(&session, &findings, &opts, out);
             let c = c.with_context(|| format!("{}: write failed", tmp.display()));
             let c = c.inspect_err(|_| {
                 if !in_place {
@@ -134,7 +138,8 @@ pub fn run(args: &ExportArgs) -> Result<()> {
             (summary, serde_json::to_string_pretty(&c)?)
         }
         ExportFormat::Chrome => {
-            let c = chrome::write(&trace, out).with_context(|| format!("{}: write failed", tmp.display()));
+            let c = chrome::write(session.whole_trace(), out)
+                .with_context(|| format!("{}: write failed", tmp.display()));
             let c = c.inspect_err(|_| {
                 if !in_place {
                     let _ = std::fs::remove_file(&tmp);
@@ -146,7 +151,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         ExportFormat::Parquet => unreachable!("written by run_parquet"),
         ExportFormat::Gst => {
             let mut out = out;
-            let bytes = capture::write_counted(&trace, &mut out)
+            let bytes = capture::write_counted(session.whole_trace(), &mut out)
                 .and_then(|n| {
                     out.into_inner().map_err(|e| capture::CaptureError::Write {
                         file: String::new(),
@@ -392,13 +397,12 @@ fn run_parquet_missing() -> Result<()> {
     )
 }
 
-/// The analysis's findings, one slice per piece of evidence, on a
-/// "Findings" track under each GPU: `#rank title`, with the finding's id,
-/// savings and hint as args, so the timeline shows where each one happens.
-fn finding_spans(trace: &Trace) -> Vec<perfetto::FindingSpan> {
-    let analysis = gapscope_analyzers::analysis::analyze(trace, &Default::default());
+/// The ranked findings, one slice per piece of evidence, on a "Findings"
+/// track under each GPU: `#rank title`, with the finding's id, savings and
+/// hint as args, so the timeline shows where each one happens.
+fn finding_spans(findings: &[Finding]) -> Vec<perfetto::FindingSpan> {
     let mut spans = Vec::new();
-    for (i, f) in analysis.findings.iter().enumerate() {
+    for (i, f) in findings.iter().enumerate() {
         for e in &f.evidence {
             spans.push(perfetto::FindingSpan {
                 device: f.device,

@@ -11,10 +11,11 @@
 //! the flow runs from the late rank's kernel (starting at its arrival) to
 //! the waiting rank's `rank N arrived` slice, which starts 1 ns later.
 
-use super::idle;
 use super::perfetto::{self, tracks::Group, Counts, FindingSpan, Options, RankExport};
 use anyhow::{Context, Result};
+use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::job::{JobAnalysis, JobTimeline, RankSummary};
+use gapscope_analyzers::Session;
 use gapscope_collectors::trace::{Ns, Trace};
 use std::collections::HashMap;
 use std::io::Write;
@@ -101,8 +102,8 @@ pub fn write(
             begin_flows: to_rows(plan.begin_flows),
             span_flows,
         };
-        let gaps = idle::idle_gaps(&trace);
-        let c = perfetto::write_rank(&trace, &gaps, &spans, opts, Some(&rank), &mut out)
+        let session = Session::new(&trace, &AnalyzeOptions::default());
+        let c = perfetto::write_rank(&session, &spans, opts, Some(&rank), &mut out)
             .with_context(|| format!("rank {}: write failed", s.rank))?;
         add(&mut total, &c);
     }

@@ -11,14 +11,14 @@
 //!             compute, communication, data movement, idle by cause
 //! ```
 
-use super::extras::{Column, Culprit, Strip as StripData};
-use super::findings::FindingIn;
 use super::palette::{cause_color, Class, BUSY};
 use super::view::{causes_desc, class_ns};
 use gapscope_analyzers::analysis::Analysis;
 use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::{Cause, CauseTotals};
+use gapscope_analyzers::detectors::Finding;
 use gapscope_analyzers::format::{ms, percent};
+use gapscope_analyzers::strip::{Column, Culprit, Strip as StripData};
 use gapscope_collectors::trace::Ns;
 use serde::Serialize;
 
@@ -235,7 +235,7 @@ fn blame_key(c: &Column) -> Option<(Cause, Option<&str>, Option<&str>)> {
 
 /// The strip of one device, with the idle evidence of its top-ranked
 /// findings marked.
-pub fn strip(s: &StripData, a: &Analysis, ranked: &[FindingIn]) -> Strip {
+pub fn strip(s: &StripData, a: &Analysis, ranked: &[Finding]) -> Strip {
     let n = s.columns.len();
     let mut runs: Vec<Run> = Vec::new();
     let mut i = 0;

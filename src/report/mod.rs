@@ -1,17 +1,17 @@
 //! `gapscope report`: one self-contained HTML page (or the same content as
 //! Markdown) that explains why the GPUs of one trace sat idle.
 //!
-//! The flow is one-way: the trace is imported and analysed as for
-//! `gapscope analyze`, [`view::build`] turns the [`Analysis`] (plus the few
-//! per-row pictures the analysis does not keep, see [`extras`]) into a
-//! serializable [`view::ReportView`] with every number already formatted,
-//! and [`render`] fills the templates of `report-templates/` from it. The
-//! view model is what the tests snapshot (`--debug-context` writes it).
+//! The flow is one-way: the trace is imported and analysed once, as a
+//! [`Session`], as for `gapscope analyze`; [`view::build`] turns the
+//! session (its analysis, the devices' timeline strips and the kernel
+//! table) into a serializable [`view::ReportView`] with every number
+//! already formatted, and [`render`] fills the templates of
+//! `report-templates/` from it. The view model is what the tests snapshot
+//! (`--debug-context` writes it).
 //!
-//! [`Analysis`]: gapscope_analyzers::analysis::Analysis
+//! [`Session`]: gapscope_analyzers::Session
 
 pub mod charts;
-pub mod extras;
 pub mod findings;
 pub mod job;
 pub mod palette;
@@ -23,8 +23,9 @@ use crate::analyze::{self, DEMO_NAME};
 use crate::cli::WindowArgs;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use gapscope_analyzers::analysis::{analyze as analyse_trace, AnalyzeOptions};
+use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::window::WindowOptions;
+use gapscope_analyzers::Session;
 use gapscope_collectors::kineto::ImportOptions;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -134,9 +135,8 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         window: args.window_options(),
         ..AnalyzeOptions::default()
     };
-    let analysis = analyse_trace(&trace, &options);
-    let extras = extras::Extras::of(&trace, &options.window);
-    let view = view::build(&name, &analysis, &extras);
+    let session = Session::new(&trace, &options);
+    let view = view::build(&name, &session);
     let page = if args.debug_context {
         serde_json::to_string_pretty(&view)? + "\n"
     } else {

@@ -2,13 +2,12 @@
 //! launch statistics and diagnostics, each capped so a trace of 8 GPUs and
 //! 100 steps still fits on a page.
 
-use super::extras::KernelRow;
 use super::palette::cause_color;
 use super::view::{Capped, MAX_DEVICES};
 use gapscope_analyzers::analysis::Analysis;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::format::{duration, ms, percent};
-use gapscope_analyzers::names::is_tensor_core_name;
+use gapscope_analyzers::kernels::KernelTable;
 use gapscope_collectors::trace::Ns;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -241,13 +240,9 @@ fn trailing_args(s: &str) -> Option<usize> {
 }
 
 /// The kernel table.
-pub fn kernels(rows: &[KernelRow]) -> KernelsView {
-    let total: Ns = rows.iter().map(|r| r.total_ns).sum();
-    let tc: Ns = rows
-        .iter()
-        .filter(|r| is_tensor_core_name(&r.name))
-        .map(|r| r.total_ns)
-        .sum();
+pub fn kernels(table: &KernelTable) -> KernelsView {
+    let rows = &table.rows;
+    let total: Ns = table.total_ns;
     let shown: Ns = rows.iter().take(MAX_KERNELS).map(|r| r.total_ns).sum();
     let views = rows
         .iter()
@@ -258,7 +253,7 @@ pub fn kernels(rows: &[KernelRow]) -> KernelsView {
             total_ms: ms(r.total_ns),
             mean: duration(r.total_ns / r.count.max(1) as Ns),
             share: percent(r.total_ns, total),
-            tensor_core: is_tensor_core_name(&r.name),
+            tensor_core: r.tensor_core,
             communication: r.communication,
         })
         .collect();
@@ -266,9 +261,18 @@ pub fn kernels(rows: &[KernelRow]) -> KernelsView {
         rows: Capped::of(views, MAX_KERNELS, "kernels"),
         total_ms: ms(total),
         more_ms: ms(total - shown),
-        tensor_core_share: percent(tc, total),
+        tensor_core_share: share(table.tensor_core_share, total),
         distinct: rows.len(),
     }
+}
+
+/// A share 0 to 1 as the page writes percentages, `45.6%` (`-` of no
+/// kernel time at all).
+fn share(fraction: f64, whole: Ns) -> String {
+    if whole <= 0 {
+        return "-".to_string();
+    }
+    format!("{:.1}%", fraction * 100.0)
 }
 
 /// Launch statistics, one row per device.

@@ -6,13 +6,17 @@
 //! Lists that grow with the trace are [`Capped`]: at most a fixed number of
 //! rows plus "and N more", so 8 GPUs and 100 steps still read on one page.
 
-use super::extras::Extras;
 use super::palette::{cause_color, Class};
 use super::{charts, findings, tables};
 use gapscope_analyzers::analysis::{Analysis, DeviceReport};
+use gapscope_analyzers::bounds::Bounds;
 use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::{Cause, CauseTotals};
-use gapscope_analyzers::format::{duration, ms, percent};
+use gapscope_analyzers::detectors::Finding;
+use gapscope_analyzers::format::{ms, percent};
+use gapscope_analyzers::kernels::KernelTable;
+use gapscope_analyzers::strip::{Strip, STRIP_COLUMNS};
+use gapscope_analyzers::Session;
 use gapscope_collectors::trace::Ns;
 use serde::Serialize;
 
@@ -266,31 +270,42 @@ pub struct PerfettoView {
     pub file: String,
 }
 
-/// Builds the page of `analysis` of the trace named `name`.
-pub fn build(name: &str, analysis: &Analysis, extras: &Extras) -> ReportView {
-    let json = serde_json::to_value(analysis).unwrap_or_default();
-    build_with(name, analysis, &json, extras)
+/// Builds the page of the session of the trace named `name`.
+pub fn build(name: &str, session: &Session) -> ReportView {
+    let strips: Vec<Strip> = session
+        .devices()
+        .iter()
+        .filter_map(|d| session.strip(d.device, STRIP_COLUMNS))
+        .collect();
+    build_from(name, session.analysis(), &strips, session.kernels())
 }
 
-/// [`build`], with findings and bounds read from `json` (the analysis's
-/// serialized form).
-fn build_with(name: &str, analysis: &Analysis, json: &serde_json::Value, extras: &Extras) -> ReportView {
-    let found = findings::findings_of(json);
-    let ranked = found.clone().unwrap_or_default();
+/// [`build`] from the session's parts: its analysis, the devices' timeline
+/// strips and the kernel table.
+fn build_from(name: &str, analysis: &Analysis, strips: &[Strip], kernels: &KernelTable) -> ReportView {
+    let ranked = &analysis.findings;
     let devices: Vec<DeviceView> = analysis
         .devices
         .iter()
-        .map(|d| device_view(analysis, d, extras, &ranked))
+        .map(|d| device_view(analysis, d, strips, ranked))
         .collect();
     let findings = Findings {
-        available: found.is_some(),
+        available: true,
         rows: Capped::of(
-            findings::finding_rows(analysis, &ranked),
+            findings::finding_rows(analysis, ranked),
             tables::MAX_FINDINGS,
             "findings",
         ),
     };
-    let bounds = findings::bounds_of(json).map_or_else(|| bounds(analysis), |b| findings::bound_rows(&b));
+    let device_bounds: Vec<Bounds> = analysis
+        .devices
+        .iter()
+        .map(|d| Bounds {
+            device: d.device,
+            ..d.bounds
+        })
+        .collect();
+    let bounds = findings::bound_rows(&device_bounds);
     ReportView {
         title: format!("gapscope report: {}", file_name(name)),
         trace: name.to_string(),
@@ -303,7 +318,7 @@ fn build_with(name: &str, analysis: &Analysis, json: &serde_json::Value, extras:
         findings,
         idle_operators: tables::idle_operators(analysis),
         gaps: tables::gaps(analysis),
-        kernels: tables::kernels(&extras.kernels),
+        kernels: tables::kernels(kernels),
         launches: tables::launches(analysis),
         bounds,
         perfetto: perfetto(name),
@@ -387,12 +402,7 @@ fn cause_parts(t: &CauseTotals) -> Vec<Part> {
         .collect()
 }
 
-fn device_view(
-    a: &Analysis,
-    d: &DeviceReport,
-    extras: &Extras,
-    ranked: &[findings::FindingIn],
-) -> DeviceView {
+fn device_view(a: &Analysis, d: &DeviceReport, strips: &[Strip], ranked: &[Finding]) -> DeviceView {
     let b = &d.breakdown;
     let k = &b.memcpy_by_kind_ns;
     let detail: Vec<String> = [
@@ -406,7 +416,7 @@ fn device_view(
     .filter(|(_, ns)| *ns > 0)
     .map(|(n, ns)| format!("{n} {} ms", ms(*ns)))
     .collect();
-    let strip = extras.strips.iter().find(|s| s.device == d.device);
+    let strip = strips.iter().find(|s| s.device == d.device);
     DeviceView {
         device: d.device,
         label: device_label(d),
@@ -549,28 +559,6 @@ fn legend() -> Legend {
     }
 }
 
-/// Bounds that follow from the breakdown alone: with no idle time at all,
-/// the window would still take the device's busy time.
-fn bounds(a: &Analysis) -> Vec<BoundRow> {
-    a.devices
-        .iter()
-        .take(MAX_DEVICES)
-        .map(|d| {
-            let b = &d.breakdown;
-            BoundRow {
-                device: format!("GPU {}", d.device),
-                name: "GPU busy time".to_string(),
-                ms: ms(b.busy_ns()),
-                pct_of_window: percent(b.busy_ns(), b.window_ns),
-                meaning: format!(
-                    "removing every idle gap leaves {}; going lower needs faster kernels, copies or collectives",
-                    duration(b.busy_ns())
-                ),
-            }
-        })
-        .collect()
-}
-
 fn perfetto(name: &str) -> PerfettoView {
     let demo = name == crate::analyze::DEMO_NAME;
     let mut stem = if demo { "demo" } else { file_name(name) };
@@ -603,6 +591,7 @@ fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gapscope_analyzers::detectors::Evidence;
 
     #[test]
     fn capped_says_how_many_more() {
@@ -612,16 +601,15 @@ mod tests {
         assert_eq!(Capped::of(vec![1], 10, "x").more_text, "");
     }
 
-    /// Findings in the analysis's JSON reach the headline, the findings
-    /// table, the timeline marks and both pages.
+    /// The analysis's findings reach the headline, the findings table,
+    /// the timeline marks and both pages.
     #[test]
     fn findings_slot_in() {
         let trace = crate::analyze::load_demo(&Default::default()).unwrap();
-        let a = gapscope_analyzers::analyze(&trace, &Default::default());
-        let extras = Extras::of(&trace, &Default::default());
+        let session = Session::new(&trace, &Default::default());
         // The analysis's own findings: the demo's planted DataLoader stall
         // ranks first.
-        let plain = build("demo", &a, &extras);
+        let plain = build("demo", &session);
         assert!(plain.findings.available);
         let own = plain.headline.top_finding.as_ref().expect("a top finding");
         assert_eq!(own.rank, 1);
@@ -631,19 +619,32 @@ mod tests {
             plain.headline.summary
         );
 
-        // Findings given in the JSON replace them, whatever they say.
-
-        let mut json = serde_json::to_value(&a).unwrap();
+        // Whatever the findings say is what the page says.
+        let mut a = session.analysis().clone();
         let w0 = a.window.start_ns;
-        json["findings"] = serde_json::json!([{
-            "id": "dataloader_stall", "detector": "D11", "title": "GPU waits for the DataLoader",
-            "device": 0, "occurrences": 5, "idle_ns": 38_000_000, "explained_ns": 38_000_000,
-            "est_savings_ns": 30_000_000, "operator": null, "annotation": "enumerate(DataLoader)",
-            "source": "data.py(28): decode_sample",
-            "evidence": [{"kind": "idle", "row": null, "start_ns": w0, "end_ns": w0 + 5_000_000}],
-            "hint": "set num_workers > 0 on the DataLoader"
-        }]);
-        let v = build_with("demo", &a, &json, &extras);
+        a.findings = vec![Finding {
+            id: "dataloader_stall".into(),
+            detector: "D11".into(),
+            title: "GPU waits for the DataLoader".into(),
+            device: 0,
+            occurrences: 5,
+            idle_ns: 38_000_000,
+            explained_ns: 38_000_000,
+            est_savings_ns: 30_000_000,
+            primary: true,
+            operator: None,
+            annotation: Some("enumerate(DataLoader)".into()),
+            source: Some("data.py(28): decode_sample".into()),
+            evidence: vec![Evidence {
+                kind: "idle".into(),
+                row: None,
+                start_ns: w0,
+                end_ns: w0 + 5_000_000,
+            }],
+            hint: "set num_workers > 0 on the DataLoader".into(),
+        }];
+        let strips: Vec<Strip> = session.strip(0, STRIP_COLUMNS).into_iter().collect();
+        let v = build_from("demo", &a, &strips, session.kernels());
         assert!(v.findings.available);
         let top = v.headline.top_finding.as_ref().unwrap();
         assert_eq!((top.rank, top.savings.as_str()), (1, "30.00 ms"));

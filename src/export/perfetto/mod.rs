@@ -8,14 +8,14 @@
 //! each launch call to its GPU work with unique, terminating ids.
 
 pub mod args;
-pub mod counters;
 pub mod lanes;
 pub mod proto;
 pub mod tracks;
 pub mod writer;
 
-use crate::export::idle::{busy_by_device, IdleGap};
-use gapscope_collectors::trace::{Ns, Trace};
+use crate::export::idle::idle_gaps;
+use gapscope_analyzers::Session;
+use gapscope_collectors::trace::Ns;
 use lanes::Edge;
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
@@ -96,40 +96,34 @@ pub struct RankExport {
     pub span_flows: HashMap<u32, Vec<u64>>,
 }
 
-/// Writes `trace` (with the idle gaps `idle` and the `findings`) as a
-/// Perfetto trace to `out` and returns what was written. `out` should be
-/// buffered.
+/// Writes the session's trace, with its idle gaps, counters and the
+/// `findings`, as a Perfetto trace to `out` and returns what was written.
+/// `out` should be buffered.
 pub fn write<W: Write>(
-    trace: &Trace,
-    idle: &[IdleGap],
+    session: &Session,
     findings: &[FindingSpan],
     opts: &Options,
     out: W,
 ) -> io::Result<Counts> {
-    write_rank(trace, idle, findings, opts, None, out)
+    write_rank(session, findings, opts, None, out)
 }
 
 /// [`write`], or with `rank`, one rank of a job: its tracks under its own
 /// process group, its times on the job's clock, its flows numbered apart
 /// and the cross-rank flows attached.
 pub fn write_rank<W: Write>(
-    trace: &Trace,
-    idle: &[IdleGap],
+    session: &Session,
     findings: &[FindingSpan],
     opts: &Options,
     rank: Option<&RankExport>,
     out: W,
 ) -> io::Result<Counts> {
+    let trace = session.trace();
+    let idle = &idle_gaps(session);
     let (items, mut layout, groups) = tracks::build(trace, idle, findings, rank.map(|r| &r.group));
-    let busy = busy_by_device(trace);
     for (&device, &guuid) in &groups {
-        let spans = busy
-            .iter()
-            .find(|(d, _)| *d == device)
-            .map(|(_, s)| s.as_slice())
-            .unwrap_or(&[]);
-        let util = counters::utilization(spans, opts.utilization_bin_ns.max(1));
-        let queue = counters::launch_queue(trace, device);
+        let util = session.utilization(device, opts.utilization_bin_ns);
+        let queue = session.launch_queue(device);
         let bin_ms = opts.utilization_bin_ns as f64 / 1e6;
         // A counter track without samples is not created by the trace
         // processor, so it is not declared either: the track count we
