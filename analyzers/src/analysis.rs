@@ -14,7 +14,7 @@ use crate::gpu_metrics::{gpu_metrics, GpuMetrics};
 use crate::idle::{by_cause_in, summarize, TopGap, TopIdleOperator};
 use crate::intervals::Span;
 use crate::kernels::{tensor_core_share, KernelTable};
-use crate::launch_stats::{launch_stats, LaunchOptions, LaunchStats};
+use crate::launch_stats::{stats_by_device, LaunchOptions, LaunchStats};
 use crate::session::Session;
 use crate::temporal::{temporal, Temporal};
 use crate::window::{self, TimeRange, WindowOptions};
@@ -222,7 +222,9 @@ pub(crate) fn assemble(session: &Session) -> Analysis {
     let opts = session.options();
     let win = session.window();
     let mut temporal = temporal(selected).into_iter();
-    let mut launches = launch_stats(selected, &opts.launch).into_iter().peekable();
+    let mut launches = stats_by_device(session.launches(), &opts.launch)
+        .into_iter()
+        .peekable();
     let devices = session
         .devices()
         .iter()

@@ -170,7 +170,11 @@ impl LaunchStats {
 
 /// Launch statistics per device with launches, sorted by device.
 pub fn launch_stats(trace: &Trace, opts: &LaunchOptions) -> Vec<(u32, LaunchStats)> {
-    let all = launches(trace);
+    stats_by_device(&launches(trace), opts)
+}
+
+/// Launch statistics of `all` per device, sorted by device.
+pub fn stats_by_device(all: &[Launch], opts: &LaunchOptions) -> Vec<(u32, LaunchStats)> {
     let mut devices: Vec<u32> = all.iter().map(|l| l.device).collect();
     devices.sort_unstable();
     devices.dedup();

@@ -31,7 +31,8 @@
 //!   device with busy GPU work, sorted by id;
 //! - [`Session::findings`]: every device's findings, ranked by estimated
 //!   savings;
-//! - [`Session::kernels`]: the kernel table;
+//! - [`Session::kernels`]: the kernel table; [`Session::launches`]: every
+//!   launch with its CPU time, GPU time and delay;
 //! - [`Session::analysis`] / [`Session::into_analysis`]: the
 //!   [`Analysis`] (the JSON of `gapscope analyze --format json`);
 //! - [`Session::blame`]: the per-row blame columns;
@@ -73,6 +74,7 @@ use crate::detectors::{detect_device, rank, Finding};
 use crate::evidence::DeviceEvidence;
 use crate::intervals::Span;
 use crate::kernels::{kernel_table, KernelTable};
+use crate::launch_stats::{launches, Launch};
 use crate::names::display_source;
 use crate::segments::{IdleAnalyzer, IdleSegment};
 use crate::strip::{strip, Strip};
@@ -92,6 +94,7 @@ pub struct Session<'t> {
     devices: OnceLock<Vec<DeviceSession>>,
     findings: OnceLock<Vec<Finding>>,
     kernels: OnceLock<KernelTable>,
+    launches: OnceLock<Vec<Launch>>,
     analysis: OnceLock<Analysis>,
 }
 
@@ -146,6 +149,7 @@ impl<'t> Session<'t> {
             devices: OnceLock::new(),
             findings: OnceLock::new(),
             kernels: OnceLock::new(),
+            launches: OnceLock::new(),
             analysis: OnceLock::new(),
         }
     }
@@ -222,6 +226,12 @@ impl<'t> Session<'t> {
     /// The kernel table of the selection.
     pub fn kernels(&self) -> &KernelTable {
         self.kernels.get_or_init(|| kernel_table(self.trace()))
+    }
+
+    /// Every launch of the selection (a runtime or driver call that put
+    /// work on a GPU; a graph launch is one), in order of the call's start.
+    pub fn launches(&self) -> &[Launch] {
+        self.launches.get_or_init(|| launches(self.trace()))
     }
 
     /// The serializable analysis.
