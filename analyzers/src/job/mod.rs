@@ -30,7 +30,7 @@ pub mod replay;
 pub mod summary;
 
 pub use finding::JobFinding;
-pub use summary::{summarize_rank, summarize_selected, RankSummary};
+pub use summary::{summarize, summarize_rank, summarize_selected, RankSummary};
 
 use crate::analysis::Analysis;
 use crate::breakdown::Breakdown;

@@ -1,7 +1,9 @@
 //! [`RankSummary`]: what the job analysis needs of one rank, as small plain
 //! data. It is a pure function of one trace ([`summarize_rank`]), so ranks
 //! are summarised independently (in parallel, or as tasks on other
-//! machines) and only the summaries meet.
+//! machines) and only the summaries meet. It is read from the rank's
+//! [`Session`] ([`summarize`]): the selection, window, device timeline,
+//! idle segments and blame columns its own analysis uses, computed once.
 //!
 //! For every collective kernel the summary keeps when it ran (the rank's
 //! own clock), which step launched it, which GPU time overlapped it, and
@@ -19,15 +21,16 @@
 //! ```
 
 use super::collective::{kind_from_kernel, kind_from_op};
-use crate::analysis::{analyze, Analysis, AnalyzeOptions};
+use crate::analysis::{Analysis, AnalyzeOptions};
 use crate::attribution::OpContext;
-use crate::breakdown::{timelines, Breakdown, DeviceTimeline};
+use crate::breakdown::{Breakdown, DeviceTimeline};
 use crate::causes::{Cause, CauseTotals};
 use crate::idle::by_cause_in;
 use crate::intervals::{self, Span};
 use crate::kinds::{classify, WorkClass};
-use crate::segments::{IdleAnalyzer, IdleSegment};
-use crate::window::{self, Step};
+use crate::segments::IdleSegment;
+use crate::session::Session;
+use crate::window::Step;
 use gapscope_collectors::trace::{GpuKind, Ns, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -163,43 +166,48 @@ impl LeadIn {
     }
 }
 
-/// Analyses one rank's trace and summarises it for the job analysis.
+/// Analyses one rank's trace and summarises it for the job analysis, with
+/// the rank's own [`Analysis`]: one [`Session`] gives both.
 /// `rank` is the rank when the trace does not say (from the file name).
 pub fn summarize_rank(trace: &Trace, opts: &AnalyzeOptions, rank: Option<i64>) -> RankSummary {
-    let analysis = analyze(trace, opts);
-    let mut s = summarize_selected(trace, opts, rank);
-    s.analysis = Some(Box::new(analysis));
+    let session = Session::new(trace, opts);
+    let mut s = summarize(&session, rank);
+    s.analysis = Some(Box::new(session.into_analysis()));
     s
 }
 
 /// [`summarize_rank`] without the rank's own [`Analysis`]: what a
 /// distributed reduce reads.
 pub fn summarize_selected(trace: &Trace, opts: &AnalyzeOptions, rank: Option<i64>) -> RankSummary {
-    let selected = window::selection(trace, &opts.window, opts.time_window);
-    let win = window::window(&selected);
-    let raw = collective_rows(&selected);
-    let device = pick_device(&selected, &raw);
+    summarize(&Session::new(trace, opts), rank)
+}
+
+/// The summary of the rank `session` analysed, read from the session's
+/// selection, window, device timelines, idle segments and blame columns
+/// (nothing analysed twice). Its `analysis` is left out; the session
+/// holds it.
+pub fn summarize(session: &Session, rank: Option<i64>) -> RankSummary {
+    let selected = session.trace();
+    let meta = &session.whole_trace().meta;
+    let win = session.window();
+    let raw = collective_rows(selected);
+    let device = pick_device(selected, &raw);
     let mut summary = RankSummary {
         summary_version: SUMMARY_VERSION,
-        rank: trace.meta.rank.or(rank).unwrap_or(-1),
-        world_size: trace.meta.world_size,
-        source: trace.meta.source.clone(),
-        origin_ns: trace.meta.origin_ns,
+        rank: meta.rank.or(rank).unwrap_or(-1),
+        world_size: meta.world_size,
+        source: meta.source.clone(),
+        origin_ns: meta.origin_ns,
         device,
         window: win.span,
         steps: Vec::new(),
         collectives: Vec::new(),
         analysis: None,
     };
-    let Some(device) = device else {
+    let Some(d) = device.and_then(|device| session.device(device)) else {
         return summary;
     };
-    let tls = timelines(&selected);
-    let Some(tl) = tls.iter().find(|t| t.device == device) else {
-        return summary;
-    };
-    let idle = IdleAnalyzer::new(&selected);
-    let segs = idle.segments(device, win.span);
+    let (tl, segs) = (&d.timeline, &d.segments[..]);
     summary.steps = win
         .steps
         .iter()
@@ -208,18 +216,18 @@ pub fn summarize_selected(trace: &Trace, opts: &AnalyzeOptions, rank: Option<i64
             start_ns: s.start,
             end_ns: s.end,
             breakdown: tl.breakdown((s.start, s.end)),
-            idle_by_cause_ns: by_cause_in(&segs, (s.start, s.end)),
+            idle_by_cause_ns: by_cause_in(segs, (s.start, s.end)),
         })
         .collect();
-    let compute = compute_spans(&selected, device);
+    let compute = compute_spans(selected, d.device);
     let lead = LeadInBuilder {
-        trace: &selected,
-        cx: idle.context(),
+        trace: selected,
+        cx: session.blame(),
         tl,
-        segs: &segs,
-        compute_rows: compute_rows(&selected, device),
+        segs,
+        compute_rows: compute_rows(selected, d.device),
     };
-    let mut rows: Vec<&RawCall> = raw.iter().filter(|c| c.device == device).collect();
+    let mut rows: Vec<&RawCall> = raw.iter().filter(|c| c.device == d.device).collect();
     rows.sort_by_key(|c| (c.start, c.end));
     let mut ends: Vec<Ns> = Vec::new();
     for c in rows {
@@ -419,4 +427,71 @@ fn short_kernel(name: &str) -> String {
     let n = name.strip_prefix("void ").unwrap_or(name);
     let n = n.split('(').next().unwrap_or(n);
     n.chars().take(80).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::analyze;
+    use crate::window::WindowOptions;
+    use gapscope_collectors::trace::Sketch;
+
+    /// ```text
+    /// µs        0    10   20   30   40   50   60   70   80
+    /// thread 1  [ProfilerStep#1.......][ProfilerStep#2..........]
+    ///           [L1]           [L2]        [L3]
+    /// stream 7    [k1.....]                  [k3....]
+    /// stream 9                [all_reduce]             [all_reduce]
+    /// ```
+    fn two_steps() -> Trace {
+        Sketch::in_units(1_000)
+            .step(1, 0, 40)
+            .step(2, 40, 80)
+            .call(0, 2, "cudaLaunchKernel", 1)
+            .call(44, 46, "cudaLaunchKernel", 3)
+            .kernel(7, 2, 12, 1)
+            .nccl(9, 20, 30)
+            .kernel(7, 48, 58, 3)
+            .nccl(9, 60, 75)
+            .finish()
+    }
+
+    #[test]
+    fn a_summary_reads_the_session_and_agrees_with_its_analysis() {
+        let t = two_steps();
+        for opts in [
+            AnalyzeOptions::default(),
+            AnalyzeOptions {
+                window: WindowOptions {
+                    steps: Some((2, 2)),
+                    exclude_last_step: false,
+                },
+                ..Default::default()
+            },
+        ] {
+            let s = summarize_rank(&t, &opts, Some(3));
+            let a = s.analysis.as_deref().expect("summarize_rank keeps the analysis");
+            assert_eq!(*a, analyze(&t, &opts));
+            assert_eq!(s.rank, 3);
+            assert_eq!(s.device, Some(0));
+            // Each step's breakdown and idle causes are the analysis's.
+            assert_eq!(s.steps.len(), a.steps.len());
+            for (mine, theirs) in s.steps.iter().zip(&a.steps) {
+                assert_eq!(mine.number, theirs.step);
+                assert_eq!(mine.breakdown, theirs.devices[0].breakdown);
+                assert_eq!(mine.idle_by_cause_ns, theirs.devices[0].idle_by_cause_ns);
+            }
+            // A lead-in's parts add up to its length.
+            for c in &s.collectives {
+                assert_eq!(c.lead_in.total_ns(), c.start_ns - c.lead_in.start_ns);
+            }
+            let without = summarize_selected(&t, &opts, Some(3));
+            assert_eq!(without.analysis, None);
+            assert_eq!(RankSummary { analysis: None, ..s }, without);
+        }
+        let all = summarize_selected(&t, &AnalyzeOptions::default(), None);
+        assert_eq!(all.collectives.len(), 2);
+        assert_eq!(all.collectives[1].lead_in.start_ns, 30_000);
+        assert_eq!(all.collectives[1].lead_in.compute_ns, 10_000);
+    }
 }
