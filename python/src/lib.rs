@@ -10,18 +10,15 @@ mod tables;
 
 use columns::StrPool;
 use export::ArrowTable;
-use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
-use gapscope_analyzers::attribution::OpContext;
-use gapscope_analyzers::launch_stats::{launches, Launch};
-use gapscope_analyzers::segments::{IdleAnalyzer, IdleSegment};
+use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::window::{self, parse_steps, parse_time_window, WindowOptions};
+use gapscope_analyzers::Session;
 use gapscope_collectors::kineto::{ReadLimits, TimeWindow};
 use gapscope_collectors::trace::Trace;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -32,54 +29,26 @@ create_exception!(
     "A trace could not be read or analysed; the message is gapscope's one line: which file, what is wrong, what to do."
 );
 
-/// One analysed trace: the analysed part of the trace, the analysis, and
-/// what the tables are built from, kept so that tables are made on first
-/// use and the summary costs nothing more.
-#[pyclass(frozen, module = "gapscope._gapscope")]
-struct Session {
-    trace: Trace,
-    analysis: Analysis,
+/// One analysed trace: gapscope's [`Session`] of it (selection, window,
+/// idle segments, findings, kernel table, launches, each computed once and
+/// kept), which the summary and every table read.
+#[pyclass(name = "Session", frozen, module = "gapscope._gapscope")]
+struct PySession {
+    session: Session<'static>,
     warnings: Vec<String>,
-    derived: OnceLock<Derived>,
-}
-
-/// What the tables read besides the trace and the analysis.
-struct Derived {
-    segments: Vec<(u32, Vec<IdleSegment>)>,
-    launches: Vec<Launch>,
-    context: OpContext,
-    pool: StrPool,
-}
-
-impl Session {
-    fn derived(&self) -> &Derived {
-        self.derived.get_or_init(|| {
-            let t = &self.trace;
-            let idle = IdleAnalyzer::new(t);
-            let span = window::window(t).span;
-            let segments = self
-                .analysis
-                .devices
-                .iter()
-                .map(|d| (d.device, idle.segments(d.device, span)))
-                .collect();
-            Derived {
-                segments,
-                launches: launches(t),
-                context: idle.context().clone(),
-                pool: StrPool::new(&t.strings, tables::NAMES),
-            }
-        })
-    }
+    /// The string pool the tables' string columns point into, made on the
+    /// first table.
+    pool: OnceLock<StrPool>,
 }
 
 #[pymethods]
-impl Session {
+impl PySession {
     /// The analysis as Python objects, shaped as `analyze --format json`
     /// writes it (docs/json-schema.md).
     fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let value =
-            serde_json::to_value(&self.analysis).map_err(|e| GapscopeError::new_err(e.to_string()))?;
+        let value = py
+            .detach(|| serde_json::to_value(self.session.analysis()))
+            .map_err(|e| GapscopeError::new_err(e.to_string()))?;
         to_python(py, &value)
     }
 
@@ -93,14 +62,12 @@ impl Session {
     /// `idle_by_cause`, `kernels`, `ops`, `launches`).
     fn table(&self, py: Python<'_>, name: &str) -> PyResult<ArrowTable> {
         let df = py.detach(|| {
-            let d = self.derived();
+            let s = &self.session;
             let inp = tables::Inputs {
-                trace: &self.trace,
-                analysis: &self.analysis,
-                segments: &d.segments,
-                launches: &d.launches,
-                context: &d.context,
-                pool: &d.pool,
+                session: s,
+                pool: self
+                    .pool
+                    .get_or_init(|| StrPool::new(&s.trace().strings, tables::NAMES)),
             };
             match name {
                 "gaps" => Some(tables::gaps(&inp)),
@@ -132,7 +99,7 @@ fn analyze_file(
     steps: Option<String>,
     exclude_last_step: bool,
     time_window: Option<String>,
-) -> PyResult<Session> {
+) -> PyResult<PySession> {
     let err = GapscopeError::new_err;
     let steps = match steps.as_deref() {
         Some(s) => Some(parse_steps(s).map_err(|e| err(format!("steps {s}: {e}")))?),
@@ -174,18 +141,14 @@ fn analyze_file(
             .map(|w| load::one_line(w))
             .collect();
         warnings.extend(skipped_warning(&name, &imported.trace));
-        let analysis = analyze(&imported.trace, &options);
-        // The tables read the analysed part of the trace; keep only that.
-        let selected = match window::selection(&imported.trace, &options.window, options.time_window) {
-            Cow::Owned(t) => Some(t),
-            Cow::Borrowed(_) => None,
-        };
-        let trace = selected.unwrap_or(imported.trace);
-        Ok(Session {
-            trace,
-            analysis,
+        let session = Session::owned(imported.trace, &options);
+        // Analysed here, with the GIL released: the summary and the tables
+        // then only read it.
+        session.analysis();
+        Ok(PySession {
+            session,
             warnings,
-            derived: OnceLock::new(),
+            pool: OnceLock::new(),
         })
     })
     .map_err(|e: String| err(e))
@@ -240,7 +203,7 @@ fn to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py,
 fn _gapscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GapscopeError", m.py().get_type::<GapscopeError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add_class::<Session>()?;
+    m.add_class::<PySession>()?;
     m.add_class::<ArrowTable>()?;
     m.add_function(wrap_pyfunction!(analyze_file, m)?)?;
     Ok(())

@@ -1,15 +1,15 @@
-//! The tables users get, as polars DataFrames, read from the analysed
-//! (window-selected) Trace and the analysis: nothing here decides what is
-//! idle, why, or who is to blame; it lays out what the analyzers found.
+//! The tables users get, as polars DataFrames, read from a [`Session`]:
+//! its selected trace, idle segments, launches, blame columns and
+//! analysis. Nothing here decides what is idle, why, or who is to blame;
+//! it lays out what the session found.
 //! Columns are documented in python/README.md.
 
 use crate::columns::{bools, floats, ints, opt_ints, Str, StrPool};
-use gapscope_analyzers::analysis::Analysis;
-use gapscope_analyzers::attribution::OpContext;
-use gapscope_analyzers::names::display_source;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::launch_stats::Launch;
+use gapscope_analyzers::names::display_source;
 use gapscope_analyzers::segments::IdleSegment;
+use gapscope_analyzers::Session;
 use gapscope_collectors::trace::{CopyKind, CpuOpKind, GpuKind, OpRow, StrId, Strings, Trace};
 use polars::prelude::*;
 
@@ -40,16 +40,9 @@ pub const NAMES: &[&str] = &[
 
 /// What the tables are built from.
 pub struct Inputs<'a> {
-    /// The analysed part of the trace.
-    pub trace: &'a Trace,
-    /// The analysis of it.
-    pub analysis: &'a Analysis,
-    /// Each analysed device's idle segments, in `analysis.devices` order.
-    pub segments: &'a [(u32, Vec<IdleSegment>)],
-    /// Every launch in the analysed part.
-    pub launches: &'a [Launch],
-    /// Operator, annotation and source of every `cpu_ops` row.
-    pub context: &'a OpContext,
+    /// The analysed trace's session: its trace is the selection, its
+    /// devices hold the idle segments, its blame columns say who to name.
+    pub session: &'a Session<'a>,
     /// The string pool every string column points into.
     pub pool: &'a StrPool,
 }
@@ -120,11 +113,12 @@ fn cpu_kind(k: CpuOpKind) -> &'static str {
 /// `.gaps`: one row per idle segment of each device (every idle nanosecond
 /// of the window, one cause each); `dur_ns` sums to the device's idle time.
 pub fn gaps(inp: &Inputs) -> PolarsResult<DataFrame> {
-    let t = inp.trace;
+    let t = inp.session.trace();
     let segs: Vec<(u32, &IdleSegment)> = inp
-        .segments
+        .session
+        .devices()
         .iter()
-        .flat_map(|(d, s)| s.iter().map(move |s| (*d, s)))
+        .flat_map(|d| d.segments.iter().map(move |s| (d.device, s)))
         .collect();
     let s = &t.strings;
     frame(vec![
@@ -150,7 +144,8 @@ pub fn gaps(inp: &Inputs) -> PolarsResult<DataFrame> {
 /// its idle time by cause.
 pub fn steps(inp: &Inputs) -> PolarsResult<DataFrame> {
     let rows: Vec<_> = inp
-        .analysis
+        .session
+        .analysis()
         .steps
         .iter()
         .flat_map(|s| s.devices.iter().map(move |d| (s, d)))
@@ -185,7 +180,8 @@ pub fn steps(inp: &Inputs) -> PolarsResult<DataFrame> {
 /// included, in precedence order) over the whole window.
 pub fn idle_by_cause(inp: &Inputs) -> PolarsResult<DataFrame> {
     let rows: Vec<_> = inp
-        .analysis
+        .session
+        .analysis()
         .devices
         .iter()
         .flat_map(|d| Cause::ALL.into_iter().map(move |c| (d, c)))
@@ -197,7 +193,7 @@ pub fn idle_by_cause(inp: &Inputs) -> PolarsResult<DataFrame> {
             0.0
         }
     };
-    let s = &inp.trace.strings;
+    let s = &inp.session.trace().strings;
     frame(vec![
         ints::<UInt32Type>("device", rows.iter().map(|(d, _)| d.device).collect()),
         inp.pool
@@ -225,13 +221,13 @@ pub fn idle_by_cause(inp: &Inputs) -> PolarsResult<DataFrame> {
 /// records are waits, not work, and are left out), with the operator that
 /// launched it.
 pub fn kernels(inp: &Inputs) -> PolarsResult<DataFrame> {
-    let t = inp.trace;
+    let t = inp.session.trace();
     let g = &t.gpu;
     let s = &t.strings;
     let rows: Vec<usize> = (0..g.len()).filter(|&i| g.is_busy(i)).collect();
     let launch = |i: usize| t.links.gpu_launch[i];
     let op_row = |i: usize| launch(i).and_then(|r| t.links.runtime_op[r.index()]);
-    let cx = inp.context;
+    let cx = inp.session.blame();
     let grid = |k: usize| rows.iter().map(|&i| g.grid[i][k]).collect::<Vec<u32>>();
     let block = |k: usize| rows.iter().map(|&i| g.block[i][k]).collect::<Vec<u32>>();
     frame(vec![
@@ -298,7 +294,7 @@ pub fn kernels(inp: &Inputs) -> PolarsResult<DataFrame> {
 /// `.ops`: one row per CPU range in the window (operators, annotations,
 /// Python frames, steps); `row` is what `op_row` elsewhere refers to.
 pub fn ops(inp: &Inputs) -> PolarsResult<DataFrame> {
-    let t = inp.trace;
+    let t = inp.session.trace();
     let o = &t.cpu_ops;
     let s = &t.strings;
     let n = o.len();
@@ -334,14 +330,14 @@ pub fn ops(inp: &Inputs) -> PolarsResult<DataFrame> {
 /// on a GPU; a graph launch is one), with its CPU time, GPU time and the
 /// delay between them.
 pub fn launches(inp: &Inputs) -> PolarsResult<DataFrame> {
-    let t = inp.trace;
+    let t = inp.session.trace();
     let r = &t.runtime;
     let s = &t.strings;
-    let l = inp.launches;
+    let l = inp.session.launches();
     let call = |x: &Launch| x.runtime_row.index();
     let thread = |x: &Launch| r.thread[call(x)].0 as usize;
     let op_row = |x: &Launch| t.links.runtime_op[call(x)];
-    let cx = inp.context;
+    let cx = inp.session.blame();
     frame(vec![
         ints::<UInt32Type>("device", l.iter().map(|x| x.device).collect()),
         inp.pool.column(
