@@ -244,7 +244,7 @@ pub(crate) fn assemble(session: &Session) -> Analysis {
                 idle_by_cause_ns: attribution.idle_by_cause_ns,
                 top_gaps: attribution.top_gaps,
                 top_idle_operators: attribution.top_idle_operators,
-                bounds: bounds(selected, d.device, win.span),
+                bounds: bounds(selected, d.device, win.span).with_idle(&attribution.idle_by_cause_ns),
                 tensor_core_share: tensor_core_share(selected, d.device),
                 gpu_metrics: gpu_metrics(selected, d.device, win.span, &d.kernels),
                 busy_spans_ns: clip(&d.busy, win.span),

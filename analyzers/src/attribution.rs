@@ -27,6 +27,7 @@ use crate::names::{
     is_annotation_name, is_dataloader_name, is_frame, is_profiler_name, is_step_name, user_frame,
 };
 use gapscope_collectors::trace::{CpuOpKind, Ns, OpRow, StrId, Strings, ThreadId, Trace};
+use std::collections::HashMap;
 
 /// Per-row blame, computed once per trace.
 #[derive(Clone, Debug, Default)]
@@ -44,6 +45,89 @@ pub struct OpContext {
     pub source: Vec<StrId>,
     /// True when the row is, or is inside, the profiler's own code.
     pub profiler: Vec<bool>,
+    /// True when the row is, or is inside, a first call that costs far more
+    /// than the same operator's later calls ([`first_calls`]): warm-up.
+    pub first_call: Vec<bool>,
+    /// True when the row itself is such a first call ([`first_calls`]).
+    pub first_call_own: Vec<bool>,
+    /// True when the row, or a row inside it, made a runtime call that
+    /// launched GPU work: the operator runs on the GPU, whatever its host
+    /// side costs.
+    pub launches: Vec<bool>,
+}
+
+/// A first call is warm-up when it takes more than this many times the
+/// median of the operator's later calls with the same input shapes (ours:
+/// on the b200 trace the first `aten::addmm` of each shape takes 21–42×
+/// its steady state, while steady calls vary by under 3×) ...
+pub const FIRST_CALL_FACTOR: i64 = 5;
+/// ... and at least this much longer (HTA's `runtime_cutoff`, 50 µs), so
+/// microsecond noise is no warm-up.
+pub const FIRST_CALL_MIN_EXCESS_NS: Ns = 50_000;
+/// Later calls needed to know the steady state.
+pub const FIRST_CALL_MIN_LATER: usize = 2;
+
+/// Per `cpu_ops` row: whether it is the first call of its operator name and
+/// input shapes in the trace and takes over [`FIRST_CALL_FACTOR`] times,
+/// and [`FIRST_CALL_MIN_EXCESS_NS`] more than, the median of the later
+/// calls (at least [`FIRST_CALL_MIN_LATER`] of them). Library handles,
+/// workspaces, kernel selection and lazily loaded kernels make first calls
+/// slow; steady-state steps do not pay that again.
+pub fn first_calls(trace: &Trace) -> Vec<bool> {
+    let ops = &trace.cpu_ops;
+    let mut by: HashMap<(StrId, StrId), Vec<usize>> = HashMap::new();
+    for i in 0..ops.len() {
+        if ops.kind[i] == CpuOpKind::Operator {
+            by.entry((ops.name[i], ops.shapes[i])).or_default().push(i);
+        }
+    }
+    let mut out = vec![false; ops.len()];
+    for (_, mut rows) in by {
+        if rows.len() < 1 + FIRST_CALL_MIN_LATER {
+            continue;
+        }
+        rows.sort_by_key(|&r| (ops.start[r], r));
+        let dur = |r: usize| ops.end[r] - ops.start[r];
+        let mut later: Vec<Ns> = rows[1..].iter().map(|&r| dur(r)).collect();
+        let k = later.len() / 2;
+        let median = *later.select_nth_unstable(k).1;
+        let first = dur(rows[0]);
+        if first > FIRST_CALL_FACTOR * median && first - median >= FIRST_CALL_MIN_EXCESS_NS {
+            out[rows[0]] = true;
+        }
+    }
+    out
+}
+
+/// Per `cpu_ops` row: whether it or a row inside it made a runtime call
+/// that launched GPU work.
+fn launching_rows(trace: &Trace) -> Vec<bool> {
+    let ops = &trace.cpu_ops;
+    let mut out = vec![false; ops.len()];
+    for c in 0..trace.runtime.len() {
+        if trace.links.runtime_gpu_count[c] == 0 {
+            continue;
+        }
+        let mut at = trace.links.runtime_op[c];
+        while let Some(r) = at.map(OpRow::index).filter(|&r| !out[r]) {
+            out[r] = true;
+            at = ops.parent[r];
+        }
+    }
+    out
+}
+
+/// The module class of an `nn.Module: Name_N` range (`nn.Module: Name`):
+/// PyTorch numbers each instance, so the 36 layers of a model are 36
+/// names; grouped by class they are one. Other names are returned as is.
+pub fn module_class(name: &str) -> &str {
+    if !name.starts_with("nn.Module: ") {
+        return name;
+    }
+    match name.rsplit_once('_') {
+        Some((class, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => class,
+        _ => name,
+    }
 }
 
 /// What a name says about a range, cached per string.
@@ -68,7 +152,11 @@ impl OpContext {
             dataloader: vec![None; n],
             source: vec![Strings::EMPTY; n],
             profiler: vec![false; n],
+            first_call: first_calls(trace),
+            first_call_own: Vec::new(),
+            launches: launching_rows(trace),
         };
+        cx.first_call_own = cx.first_call.clone();
         let mut user_src = vec![Strings::EMPTY; n];
         let mut classes = NameCache::new(&trace.strings);
         for i in 0..n {
@@ -95,6 +183,7 @@ impl OpContext {
                 inherit(&cx.dataloader)
             };
             cx.profiler[i] = name.profiler || parent.is_some_and(|p| cx.profiler[p]);
+            cx.first_call[i] = cx.first_call[i] || parent.is_some_and(|p| cx.first_call[p]);
             let (own_any, own_user) = own_frame(trace, &mut classes, i, name);
             let up = |v: &[StrId]| parent.map_or(Strings::EMPTY, |p| v[p]);
             user_src[i] = own_user.unwrap_or_else(|| up(&user_src));
@@ -259,6 +348,15 @@ fn classify(name: &str) -> NameClass {
 mod tests {
     use super::*;
     use gapscope_collectors::trace::*;
+
+    #[test]
+    fn module_instances_share_a_class() {
+        assert_eq!(module_class("nn.Module: FusedMoE_35"), "nn.Module: FusedMoE");
+        assert_eq!(module_class("nn.Module: Linear_0"), "nn.Module: Linear");
+        assert_eq!(module_class("nn.Module: Linear"), "nn.Module: Linear");
+        assert_eq!(module_class("nn.Module: Conv2d_x"), "nn.Module: Conv2d_x");
+        assert_eq!(module_class("step_3"), "step_3");
+    }
 
     #[test]
     fn cursor_agrees_with_binary_search() {

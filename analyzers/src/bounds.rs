@@ -14,7 +14,12 @@
 //! `busy_ns` is the parallel bound (work keeps its overlap); `kernel_sum_ns`
 //! is the sequential one for kernels alone (Benanza's sequential mode,
 //! with the recorded kernel times standing in for its best library times).
+//!
+//! Idle time that no change to the profiled code removes stays in the
+//! bound ([`Bounds::with_idle`]): work that sat queued for a reason outside
+//! the trace (cause `queued`) and one-off graph capture (`graph_capture`).
 
+use crate::causes::{Cause, CauseTotals};
 use crate::intervals::{total, union, Span};
 use gapscope_collectors::trace::{GpuKind, Ns, Trace};
 use serde::{Deserialize, Serialize};
@@ -31,9 +36,35 @@ pub struct Bounds {
     pub busy_ns: Ns,
     /// Sum of kernel durations inside the window (overlaps counted twice).
     pub kernel_sum_ns: Ns,
-    /// `window_ns / busy_ns`: the largest speedup removing idle time can
-    /// give (1 when there is no idle time; 0 when nothing ran).
+    /// Idle time the bound does not count as removable: work queued for a
+    /// reason outside the trace (cause `queued`) and one-off CUDA/HIP graph
+    /// capture (cause `graph_capture`).
+    #[serde(default)]
+    pub excluded_idle_ns: Ns,
+    /// `window_ns / (busy_ns + excluded_idle_ns)`: the largest speedup
+    /// removing the idle time the trace explains can give (1 when there is
+    /// none; 0 when nothing ran).
     pub max_speedup: f64,
+}
+
+impl Bounds {
+    /// The bounds with the idle time that stays (`queued`,
+    /// `graph_capture` in `idle`) out of what removing idle time can gain.
+    pub fn with_idle(mut self, idle: &CauseTotals) -> Bounds {
+        self.excluded_idle_ns = idle.get(Cause::Queued) + idle.get(Cause::GraphCapture);
+        self.max_speedup = speedup(self.window_ns, self.busy_ns + self.excluded_idle_ns);
+        self
+    }
+}
+
+/// `window / floor` to three decimals (rounding keeps JSON stable across
+/// platforms); 0 when `floor` is 0.
+fn speedup(window: Ns, floor: Ns) -> f64 {
+    if floor > 0 && window > 0 {
+        (window as f64 / floor as f64 * 1000.0).round() / 1000.0
+    } else {
+        0.0
+    }
 }
 
 /// The bounds of `device` over `window`.
@@ -62,10 +93,9 @@ pub fn bounds(trace: &Trace, device: u32, window: Span) -> Bounds {
         window_ns,
         busy_ns,
         kernel_sum_ns,
+        excluded_idle_ns: 0,
         max_speedup: if busy_ns > 0 {
-            // Three decimals are all a report shows; rounding keeps JSON
-            // stable across platforms.
-            (window_ns as f64 / busy_ns as f64 * 1000.0).round() / 1000.0
+            speedup(window_ns, busy_ns)
         } else {
             0.0
         },
@@ -106,5 +136,12 @@ mod tests {
         assert_eq!((got.window_ns, got.busy_ns, got.kernel_sum_ns), (100, 30, 30));
         assert_eq!(got.max_speedup, 3.333);
         assert_eq!(bounds(&t, 1, (0, 100)).max_speedup, 0.0);
+        // 20 ns of the 70 idle were queued for a reason outside the trace.
+        let mut idle = CauseTotals::default();
+        idle.add(Cause::Queued, 20);
+        idle.add(Cause::Sync, 50);
+        let kept = got.with_idle(&idle);
+        assert_eq!(kept.excluded_idle_ns, 20);
+        assert_eq!(kept.max_speedup, 2.0);
     }
 }

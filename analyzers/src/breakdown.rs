@@ -202,13 +202,17 @@ fn sum_in(spans: &[Span], range: Span) -> Ns {
 /// one pass over the GPU rows.
 pub fn timelines(trace: &Trace) -> Vec<DeviceTimeline> {
     let classes = ClassTable::new(trace);
+    let comm = crate::collectives::communication_rows(trace);
     let devices = trace.active_devices();
     let mut raw: Vec<[Vec<Span>; LABELS]> = devices.iter().map(|_| Default::default()).collect();
     let mut last = (u32::MAX, 0usize);
     for i in 0..trace.gpu.len() {
-        let Some(class) = classes.class(trace, i) else {
+        let Some(mut class) = classes.class(trace, i) else {
             continue;
         };
+        if class == WorkClass::Compute && comm[i] {
+            class = WorkClass::Communication;
+        }
         let d = trace.gpu.device[i];
         if d != last.0 {
             // Devices are few and sorted; rows of one device tend to cluster.

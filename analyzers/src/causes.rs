@@ -13,12 +13,18 @@
 //! match wins.
 //!
 //! ```text
-//! profiler > sync > dataloader > launch_overhead > cpu_op > framework_overhead > untraced
+//! profiler > queued > graph_capture > sync > dataloader > launch_overhead
+//!          > cpu_op > framework_overhead > untraced
 //! ```
 //!
-//! `launch_overhead` holds from the start of the next work's launch call
-//! on; `cpu_op`, `framework_overhead` and `untraced` only describe the time
-//! before it, so those four never compete for one instant.
+//! Once the next work's launch call has returned, the work is queued on
+//! the device and nothing the host does holds it any more: from then on
+//! only `queued` (the work did not start within a launch latency) or
+//! `launch_overhead` hold, and `graph_capture`, `sync` and `dataloader`
+//! only describe the time before it. `launch_overhead` holds from the start
+//! of the next work's launch call on; `cpu_op`, `framework_overhead` and
+//! `untraced` only describe the time before it, so those never compete for
+//! one instant either.
 //!
 //! [`Cause::ALL`] is a different list: the order in which causes are
 //! *listed* (JSON fields, tables, legends), kept stable for readers.
@@ -47,18 +53,30 @@ pub enum Cause {
     /// annotation or Python frame, but no operator): Python / framework
     /// overhead.
     FrameworkOverhead,
-    /// The next work was already being launched or was queued: launch
-    /// latency between back-to-back kernels, or a queued kernel not yet
-    /// started.
+    /// The next work was being launched (the host was inside its launch
+    /// call), or was queued and started within a launch latency: launch
+    /// cost between back-to-back kernels, and between a graph's kernels.
     LaunchOverhead,
     /// No CPU evidence at all explains the gap.
     Untraced,
+    /// The next work had been launched and the device was idle, yet it did
+    /// not start within a launch latency
+    /// ([`QUEUED_AFTER_NS`](crate::segments::QUEUED_AFTER_NS)): something
+    /// outside the trace held it (a stream waiting on an event of another
+    /// process or device, another process on the GPU, work the trace lost).
+    /// No operator is to blame.
+    Queued,
+    /// The launching thread was capturing a CUDA/HIP graph
+    /// (`cudaStreamBeginCapture` .. `cudaStreamEndCapture`: launches are
+    /// recorded into the graph, not run) or instantiating, uploading or
+    /// destroying one: one-off setup, not a loop to speed up.
+    GraphCapture,
 }
 
 impl Cause {
     /// Every cause, in the order they are listed (JSON, tables, legends).
     /// Which cause wins is [`Cause::PRECEDENCE`].
-    pub const ALL: [Cause; 7] = [
+    pub const ALL: [Cause; 9] = [
         Cause::Profiler,
         Cause::Sync,
         Cause::Dataloader,
@@ -66,12 +84,16 @@ impl Cause {
         Cause::FrameworkOverhead,
         Cause::LaunchOverhead,
         Cause::Untraced,
+        Cause::Queued,
+        Cause::GraphCapture,
     ];
 
     /// Every cause, strongest first: an idle instant takes the first cause
     /// of this list whose rule holds (see the module docs).
-    pub const PRECEDENCE: [Cause; 7] = [
+    pub const PRECEDENCE: [Cause; 9] = [
         Cause::Profiler,
+        Cause::Queued,
+        Cause::GraphCapture,
         Cause::Sync,
         Cause::Dataloader,
         Cause::LaunchOverhead,
@@ -84,6 +106,8 @@ impl Cause {
     pub fn label(self) -> &'static str {
         match self {
             Cause::Profiler => "profiler overhead",
+            Cause::Queued => "queued, not started",
+            Cause::GraphCapture => "graph capture (setup)",
             Cause::Sync => "host waits on GPU (sync)",
             Cause::Dataloader => "DataLoader",
             Cause::CpuOp => "CPU-bound operator",
@@ -97,13 +121,21 @@ impl Cause {
     pub fn meaning(self) -> &'static str {
         match self {
             Cause::Profiler => "the profiler itself (buffer flushes, its own Python code); not your code",
+            Cause::Queued => {
+                "work was launched and the GPU idle, yet it did not start: something outside the trace held it (a wait on another process or device)"
+            }
+            Cause::GraphCapture => {
+                "the CPU was capturing or instantiating a CUDA/HIP graph: one-off setup, nothing runs"
+            }
             Cause::Sync => {
                 "the CPU blocked on the GPU (synchronize, .item(), a blocking copy to the host), so the queue drained"
             }
             Cause::Dataloader => "the training thread waited for the next batch from the DataLoader",
             Cause::CpuOp => "the CPU was busy inside an operator before it launched its GPU work",
             Cause::FrameworkOverhead => "the CPU ran Python or framework code between operators",
-            Cause::LaunchOverhead => "launch latency between back-to-back small kernels",
+            Cause::LaunchOverhead => {
+                "the CPU was inside the launch call, or queued work started within a launch latency"
+            }
             Cause::Untraced => "nothing in the trace explains the gap (code the profiler did not record)",
         }
     }
@@ -112,6 +144,8 @@ impl Cause {
     pub fn name(self) -> &'static str {
         match self {
             Cause::Profiler => "profiler",
+            Cause::Queued => "queued",
+            Cause::GraphCapture => "graph_capture",
             Cause::Sync => "sync",
             Cause::Dataloader => "dataloader",
             Cause::CpuOp => "cpu_op",
@@ -147,6 +181,12 @@ pub struct CauseTotals {
     pub launch_overhead: i64,
     /// See [`Cause::Untraced`].
     pub untraced: i64,
+    /// See [`Cause::Queued`].
+    #[serde(default)]
+    pub queued: i64,
+    /// See [`Cause::GraphCapture`].
+    #[serde(default)]
+    pub graph_capture: i64,
 }
 
 impl CauseTotals {
@@ -154,6 +194,8 @@ impl CauseTotals {
     pub fn get(&self, cause: Cause) -> i64 {
         match cause {
             Cause::Profiler => self.profiler,
+            Cause::Queued => self.queued,
+            Cause::GraphCapture => self.graph_capture,
             Cause::Sync => self.sync,
             Cause::Dataloader => self.dataloader,
             Cause::CpuOp => self.cpu_op,
@@ -167,6 +209,8 @@ impl CauseTotals {
     pub fn add(&mut self, cause: Cause, ns: i64) {
         let slot = match cause {
             Cause::Profiler => &mut self.profiler,
+            Cause::Queued => &mut self.queued,
+            Cause::GraphCapture => &mut self.graph_capture,
             Cause::Sync => &mut self.sync,
             Cause::Dataloader => &mut self.dataloader,
             Cause::CpuOp => &mut self.cpu_op,
@@ -222,7 +266,9 @@ mod tests {
                 "cpu_op",
                 "framework_overhead",
                 "launch_overhead",
-                "untraced"
+                "untraced",
+                "queued",
+                "graph_capture"
             ]
         );
     }
@@ -233,8 +279,8 @@ mod tests {
         p.sort();
         assert_eq!(p, Cause::ALL.to_vec());
         assert_eq!(Cause::PRECEDENCE[0], Cause::Profiler);
-        assert_eq!(Cause::PRECEDENCE[6], Cause::Untraced);
+        assert_eq!(Cause::PRECEDENCE[8], Cause::Untraced);
         let labels: std::collections::HashSet<&str> = Cause::ALL.iter().map(|c| c.label()).collect();
-        assert_eq!(labels.len(), 7);
+        assert_eq!(labels.len(), 9);
     }
 }

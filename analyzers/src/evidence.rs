@@ -17,8 +17,13 @@
 //! done. `cudaStreamWaitEvent` is a GPU-side wait and never blocks the host.
 
 use crate::intervals::Span;
-use crate::names::{is_async_api, is_memcpy_api, is_sync_api};
-use gapscope_collectors::trace::{CallRow, CopyKind, GpuKind, MarkerKind, MemKind, Ns, ThreadId, Trace};
+use crate::names::{
+    is_async_api, is_capture_begin_api, is_capture_end_api, is_graph_setup_api, is_lazy_loading_name,
+    is_memcpy_api, is_step_name, is_sync_api,
+};
+use gapscope_collectors::trace::{
+    CallRow, CopyKind, CpuOpKind, GpuKind, MarkerKind, MemKind, Ns, ThreadId, Trace,
+};
 
 /// One interval where a host thread was blocked on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +49,28 @@ pub struct DeviceEvidence {
     /// Profiler-overhead marker spans for the device (or for no device),
     /// merged and sorted.
     pub profiler: Vec<Span>,
+    /// CUPTI's `Lazy Function Loading` spans (Kineto writes them among its
+    /// `overhead` records): the driver loading a kernel's module on its
+    /// first launch, a cost the program pays without the profiler too, so
+    /// not profiler overhead. Merged and sorted.
+    pub lazy_loading: Vec<Span>,
+    /// CUDA/HIP graph setup on each thread, sorted by thread then start
+    /// ([`graph_setup_spans`]).
+    pub graph_setup: Vec<GraphSetup>,
+}
+
+/// One stretch of CUDA/HIP graph setup on a host thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraphSetup {
+    /// The thread doing it.
+    pub thread: ThreadId,
+    /// Start, ns (`Ns::MIN` when a capture began before the trace).
+    pub start: Ns,
+    /// End, ns (`Ns::MAX` when the trace ends inside a capture).
+    pub end: Ns,
+    /// The call that opens it (`BeginCapture`, or the instantiate / upload /
+    /// destroy call); none for a capture begun before the trace.
+    pub call: Option<CallRow>,
 }
 
 impl DeviceEvidence {
@@ -55,8 +82,22 @@ impl DeviceEvidence {
             device,
             launchers,
             blocking,
-            profiler: profiler_spans(trace, device),
+            profiler: overhead_spans(trace, device, false),
+            lazy_loading: overhead_spans(trace, device, true),
+            graph_setup: graph_setup_spans(trace),
         }
+    }
+
+    /// The graph setup of `thread` holding `t`, if any.
+    pub fn graph_setup_at(&self, thread: ThreadId, t: Ns) -> Option<&GraphSetup> {
+        let k = self
+            .graph_setup
+            .partition_point(|g| (g.thread, g.start) <= (thread, t));
+        self.graph_setup[..k]
+            .iter()
+            .rev()
+            .take_while(|g| g.thread == thread)
+            .find(|g| g.end > t)
     }
 
     /// The blocking interval holding `t`, if any.
@@ -174,14 +215,145 @@ fn disjoint(sorted: Vec<Blocking>) -> Vec<Blocking> {
     out
 }
 
-fn profiler_spans(trace: &Trace, device: u32) -> Vec<Span> {
+/// The spans of the device's overhead markers: the profiler's own
+/// (`lazy` false) or the driver's lazy kernel loading (`lazy` true).
+fn overhead_spans(trace: &Trace, device: u32, lazy: bool) -> Vec<Span> {
     let m = &trace.markers;
     let spans = (0..m.len())
         .filter(|&i| m.kind[i] == MarkerKind::ProfilerOverhead)
         .filter(|&i| m.device[i] == device || m.device[i] == u32::MAX)
+        .filter(|&i| is_lazy_loading_name(trace.strings.get(m.name[i])) == lazy)
         .map(|i| (m.start[i], m.end[i]))
         .collect();
     crate::intervals::union(spans)
+}
+
+/// What a runtime call does to CUDA/HIP graph setup.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GraphCall {
+    BeginCapture,
+    EndCapture,
+    /// Instantiate, upload or destroy: setup in one call.
+    Setup,
+}
+
+fn graph_call(api: &str) -> Option<GraphCall> {
+    if is_capture_begin_api(api) {
+        Some(GraphCall::BeginCapture)
+    } else if is_capture_end_api(api) {
+        Some(GraphCall::EndCapture)
+    } else if is_graph_setup_api(api) {
+        Some(GraphCall::Setup)
+    } else {
+        None
+    }
+}
+
+/// An open capture: thread, start, the `BeginCapture` call, nesting depth,
+/// and the end of the user range around it.
+type OpenCapture = (ThreadId, Ns, Option<CallRow>, u32, Ns);
+
+/// Every thread's graph setup: each capture from its `BeginCapture` call
+/// to its `EndCapture` call (nested captures, on several streams of one
+/// thread, count once), widened to the innermost user range around the
+/// `BeginCapture` call (vLLM's `capture_32_FULL`: the warm-up run and the
+/// allocator calls that prepare the capture are setup too; never a
+/// ProfilerStep or an `nn.Module`), and each instantiate / upload /
+/// destroy call. Disjoint per thread.
+pub fn graph_setup_spans(trace: &Trace) -> Vec<GraphSetup> {
+    let rt = &trace.runtime;
+    let mut kind: Vec<Option<Option<GraphCall>>> = vec![None; trace.strings.len()];
+    let mut calls: Vec<(ThreadId, Ns, Ns, CallRow, GraphCall)> = Vec::new();
+    for r in 0..rt.len() {
+        let id = rt.name[r].0 as usize;
+        let k = *kind[id].get_or_insert_with(|| graph_call(trace.strings.get(rt.name[r])));
+        if let Some(k) = k {
+            calls.push((rt.thread[r], rt.start[r], rt.end[r], CallRow::new(r), k));
+        }
+    }
+    calls.sort_by_key(|c| (c.0, c.1, c.3));
+    let mut out = Vec::new();
+    let mut open: Option<OpenCapture> = None;
+    for (thread, start, end, call, k) in calls {
+        if let Some((t, s, c, _, _)) = open.filter(|o| o.0 != thread) {
+            out.push(GraphSetup {
+                thread: t,
+                start: s,
+                end: Ns::MAX,
+                call: c,
+            });
+            open = None;
+        }
+        match k {
+            GraphCall::BeginCapture => match &mut open {
+                Some(o) => o.3 += 1,
+                None => {
+                    let (rs, re) = user_range_around(trace, thread, start).unwrap_or((start, start));
+                    open = Some((thread, rs.min(start), Some(call), 1, re));
+                }
+            },
+            GraphCall::EndCapture => match open {
+                Some((t, s, c, 1, re)) => {
+                    out.push(GraphSetup {
+                        thread: t,
+                        start: s,
+                        end: end.max(re),
+                        call: c,
+                    });
+                    open = None;
+                }
+                Some(ref mut o) => o.3 -= 1,
+                None => out.push(GraphSetup {
+                    thread,
+                    start: Ns::MIN,
+                    end,
+                    call: None,
+                }),
+            },
+            GraphCall::Setup if open.is_none() => out.push(GraphSetup {
+                thread,
+                start,
+                end,
+                call: Some(call),
+            }),
+            GraphCall::Setup => {}
+        }
+    }
+    if let Some((t, s, c, _, _)) = open {
+        out.push(GraphSetup {
+            thread: t,
+            start: s,
+            end: Ns::MAX,
+            call: c,
+        });
+    }
+    out.sort_by_key(|g| (g.thread, g.start, g.end));
+    // Widened spans may overlap (an instantiate call inside the user
+    // range): keep them disjoint per thread.
+    let mut merged: Vec<GraphSetup> = Vec::with_capacity(out.len());
+    for g in out {
+        match merged.last_mut() {
+            Some(m) if m.thread == g.thread && g.start <= m.end => m.end = m.end.max(g.end),
+            _ => merged.push(g),
+        }
+    }
+    merged
+}
+
+/// The innermost user range (`record_function`, not a ProfilerStep or an
+/// `nn.Module`) of `thread` holding `t`.
+fn user_range_around(trace: &Trace, thread: ThreadId, t: Ns) -> Option<(Ns, Ns)> {
+    let ops = &trace.cpu_ops;
+    let mut at = crate::attribution::innermost_op(trace, thread, t);
+    while let Some(r) = at.map(|r| r.index()) {
+        let name = trace.strings.get(ops.name[r]);
+        if ops.kind[r] == CpuOpKind::UserAnnotation && !is_step_name(name) && !name.starts_with("nn.Module:")
+        {
+            return Some((ops.start[r], ops.end[r]));
+        }
+        at = ops.parent[r];
+    }
+    None
 }
 
 #[cfg(test)]

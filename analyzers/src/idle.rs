@@ -7,9 +7,12 @@
 //!
 //! idle_by_cause_ns   sync 20, dataloader 30, framework_overhead 5, launch_overhead 5
 //! top_gaps           gap 2 (35 ns, cause dataloader), gap 1 (15 ns, sync), gap 3
-//! top_idle_operators grouped by (cause, operator, annotation, source)
+//!                    (each gap's cause: the one holding most of its time)
+//! top_idle_operators grouped by (cause, operator, module class, source,
+//!                    first call or steady state)
 //! ```
 
+use crate::attribution::module_class;
 use crate::causes::{Cause, CauseTotals};
 use crate::intervals::Span;
 use crate::names::display_source;
@@ -40,7 +43,8 @@ pub struct Attribution {
     pub top_idle_operators: Vec<TopIdleOperator>,
 }
 
-/// One of the longest gaps, described by its largest segment.
+/// One of the longest gaps, described by the cause that holds most of its
+/// time and that cause's longest segment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopGap {
     /// GPU index.
@@ -49,9 +53,9 @@ pub struct TopGap {
     pub start_ns: Ns,
     /// Gap length, ns.
     pub dur_ns: Ns,
-    /// Cause of the gap's largest segment.
+    /// The cause holding most of the gap's time.
     pub cause: Cause,
-    /// Operator of that segment.
+    /// Operator of that cause's longest segment.
     pub operator: Option<String>,
     /// Annotation / module / DataLoader range of that segment.
     pub annotation: Option<String>,
@@ -74,6 +78,10 @@ pub struct TopIdleOperator {
     pub idle_ns: Ns,
     /// Number of segments.
     pub count: u64,
+    /// The idle time is inside the operator's first calls, which cost far
+    /// more than its later ones (warm-up), kept apart from its steady state.
+    #[serde(default)]
+    pub first_call: bool,
 }
 
 /// Attributes the idle time of `device` inside `window`.
@@ -128,8 +136,12 @@ fn top_gaps(trace: &Trace, device: u32, segs: &[IdleSegment]) -> Vec<TopGap> {
     runs.truncate(TOP_GAPS);
     runs.into_iter()
         .map(|r| {
+            // The cause holding most of the gap, then its longest segment:
+            // fifty short DataLoader pieces outweigh one longer launch.
+            let cause = by_cause(r).top().unwrap_or(r[0].cause);
             let main = r
                 .iter()
+                .filter(|s| s.cause == cause)
                 .max_by_key(|s| (s.dur(), std::cmp::Reverse(s.start)))
                 .unwrap();
             TopGap {
@@ -145,32 +157,36 @@ fn top_gaps(trace: &Trace, device: u32, segs: &[IdleSegment]) -> Vec<TopGap> {
         .collect()
 }
 
-/// Cause, operator name, annotation name, source.
-type GroupKey = (Cause, Option<StrId>, Option<StrId>, StrId);
+/// Cause, operator name, annotation (its module class), source, first call.
+type GroupKey<'a> = (Cause, Option<StrId>, Option<&'a str>, StrId, bool);
 
 fn top_operators(trace: &Trace, segs: &[IdleSegment]) -> Vec<TopIdleOperator> {
-    // Group by names, not rows: the same operator recurs every step.
+    // Group by names, not rows: the same operator recurs every step; and
+    // by module class, not instance: `nn.Module: FusedMoE_0` .. `_35` are
+    // one layer type.
     let name = |row: Option<OpRow>| row.map(|r| trace.cpu_ops.name[r.index()]);
+    let class = |row: Option<OpRow>| name(row).map(|s| module_class(trace.strings.get(s)));
     let mut groups: HashMap<GroupKey, (Ns, u64)> = HashMap::new();
     for s in segs {
         let g = groups
-            .entry((s.cause, name(s.op), name(s.annotation), s.source))
+            .entry((s.cause, name(s.op), class(s.annotation), s.source, s.first_call))
             .or_default();
         g.0 += s.dur();
         g.1 += 1;
     }
     let mut rows: Vec<_> = groups.into_iter().collect();
-    rows.sort_by_key(|&((c, op, ann, src), (ns, _))| (c, std::cmp::Reverse(ns), op, ann, src));
+    rows.sort_by_key(|&((c, op, ann, src, w), (ns, _))| (c, std::cmp::Reverse(ns), op, ann, src, w));
     let mut out: Vec<TopIdleOperator> = Vec::new();
-    for ((cause, op, ann, src), (idle_ns, count)) in rows {
+    for ((cause, op, ann, src, first_call), (idle_ns, count)) in rows {
         if out.iter().filter(|o| o.cause == cause).count() < TOP_OPERATORS_PER_CAUSE {
             out.push(TopIdleOperator {
                 operator: op.map(|s| trace.strings.get(s).to_string()),
-                annotation: ann.map(|s| trace.strings.get(s).to_string()),
+                annotation: ann.map(str::to_string),
                 source: source_name(trace, src),
                 cause,
                 idle_ns,
                 count,
+                first_call,
             });
         }
     }

@@ -117,23 +117,99 @@ pub fn is_wait_api(name: &str) -> bool {
     name.contains("StreamWaitEvent")
 }
 
+/// Capture begin: a stream starts capturing a CUDA/HIP graph
+/// (`cudaStreamBeginCapture`, `cudaStreamBeginCaptureToGraph`,
+/// `cuStreamBeginCapture_v2`, `hipStreamBeginCapture`): launches on it are
+/// recorded into the graph from then on, not run.
+pub fn is_capture_begin_api(name: &str) -> bool {
+    name.contains("StreamBeginCapture")
+}
+
+/// Capture end: a stream stops capturing (`cudaStreamEndCapture`).
+pub fn is_capture_end_api(name: &str) -> bool {
+    name.contains("StreamEndCapture")
+}
+
+/// Graph setup: instantiating, uploading or destroying a CUDA/HIP graph
+/// (`cudaGraphInstantiateWithFlags`, `cuGraphUpload`, `hipGraphDestroy`,
+/// `cudaGraphExecDestroy`): done once per graph, not per replay.
+pub fn is_graph_setup_api(name: &str) -> bool {
+    name.contains("GraphInstantiate")
+        || name.contains("GraphUpload")
+        || name.contains("GraphDestroy")
+        || name.contains("GraphExecDestroy")
+}
+
+/// Lazy loading: CUPTI's `Lazy Function Loading` record, which Kineto
+/// files among its `overhead` records: the driver loading a kernel's
+/// module on its first launch, a cost the program pays without a profiler.
+pub fn is_lazy_loading_name(name: &str) -> bool {
+    name == "Lazy Function Loading"
+}
+
 /// Wait record: Kineto's `cuda_sync` record of a stream wait
 /// (`Stream Wait Event`), drawn on the waiting stream.
 pub fn is_wait_record_name(name: &str) -> bool {
     name.contains("Wait Event")
 }
 
-/// Communication kernel: an NCCL or RCCL collective. Names seen:
-/// `ncclKernel_AllReduce_RING_LL_Sum_float(...)`,
+/// Communication kernel: a collective's kernel. NCCL, RCCL and MSCCL
+/// kernels (`ncclKernel_AllReduce_RING_LL_Sum_float(...)`,
 /// `ncclDevKernel_AllGather_RING_LL(...)`, `void ncclKernel<...>`,
-/// `rcclGenericKernel`.
+/// `rcclGenericKernel`, `mscclKernel_*`), and the collectives frameworks
+/// write themselves: PyTorch's symmetric-memory
+/// `multimem_all_reduce_kernel` and `one_shot_all_reduce_kernel`, vLLM's
+/// custom all-reduce `cross_device_reduce_1stage`, any kernel named for a
+/// collective ([`names_a_collective`]). A kernel launched inside a
+/// collective operator ([`is_collective_op_name`]) is one too; that takes
+/// the trace's links (`collectives::communication_rows`).
 pub fn is_communication_name(name: &str) -> bool {
-    name.starts_with("nccl")
-        || name.starts_with("rccl")
+    let n = name.trim_start_matches("void ");
+    n.starts_with("nccl")
+        || n.starts_with("rccl")
+        || n.starts_with("msccl")
         || name.contains("ncclKernel")
         || name.contains("ncclDevKernel")
         || name.contains("rcclKernel")
         || name.contains("rcclGenericKernel")
+        || name.contains("mscclKernel")
+        || names_a_collective(name)
+}
+
+/// Collective operator: a CPU range that issues a collective:
+/// `record_param_comms` (what c10d records around every collective, with
+/// its `Collective name` arg), `c10d::*` and `c10d_functional::*` ops,
+/// Kineto's `nccl:*` / `rccl:*` ranges, and operators named for a
+/// collective (`vllm::all_reduce`, `_C_custom_ar::all_reduce`).
+pub fn is_collective_op_name(name: &str) -> bool {
+    name == "record_param_comms"
+        || name.starts_with("c10d::")
+        || name.starts_with("c10d_functional::")
+        || name.starts_with("_c10d_functional::")
+        || name.starts_with("nccl:")
+        || name.starts_with("rccl:")
+        || names_a_collective(name)
+}
+
+/// The name holds a collective's name: `all_reduce`, `allreduce`,
+/// `all_gather`, `reduce_scatter`, `all_to_all`, `alltoall`, vLLM's
+/// `cross_device_reduce`, or a `multimem_` collective (any case).
+/// `broadcast` alone is not enough (`aten::broadcast_tensors`).
+pub fn names_a_collective(name: &str) -> bool {
+    const WORDS: [&str; 10] = [
+        "all_reduce",
+        "allreduce",
+        "all_gather",
+        "allgather",
+        "reduce_scatter",
+        "reducescatter",
+        "all_to_all",
+        "alltoall",
+        "cross_device_reduce",
+        "multimem_",
+    ];
+    let lower = name.to_ascii_lowercase();
+    WORDS.iter().any(|w| lower.contains(w))
 }
 
 /// Tensor-core kernel: its name says it runs on Tensor Cores. cuBLAS and
@@ -262,6 +338,18 @@ mod tests {
         assert!(!is_launch_api("cudaMemcpyAsync"));
         assert!(is_wait_api("cudaStreamWaitEvent") && !is_wait_api("cudaEventSynchronize"));
         assert!(is_wait_record_name("Stream Wait Event") && !is_wait_record_name("Event Sync"));
+        assert!(
+            is_capture_begin_api("cudaStreamBeginCapture_v2")
+                && is_capture_begin_api("hipStreamBeginCapture")
+        );
+        assert!(is_capture_end_api("cuStreamEndCapture") && !is_capture_end_api("cudaStreamBeginCapture"));
+        assert!(
+            is_graph_setup_api("hipGraphInstantiateWithFlags") && is_graph_setup_api("cudaGraphExecDestroy")
+        );
+        assert!(!is_graph_setup_api("cudaGraphLaunch"));
+        assert!(
+            is_lazy_loading_name("Lazy Function Loading") && !is_lazy_loading_name("Activity Buffer Request")
+        );
     }
 
     #[test]
@@ -271,6 +359,9 @@ mod tests {
             "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
             "void ncclKernel<...>",
             "rcclGenericKernel<1>",
+            "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::B",
+            "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)",
+            "void c10d::symmetric_memory::one_shot_all_reduce_kernel<float, 16>",
         ] {
             assert!(is_communication_name(n), "{n}");
         }
@@ -278,8 +369,22 @@ mod tests {
             "volta_sgemm_128x64_nn",
             "Memcpy HtoD (Pageable -> Device)",
             "my_nccl_free_kernel",
+            "void at::native::reduce_kernel<512, 1>",
+            "triton_red_fused_mean_0",
         ] {
             assert!(!is_communication_name(n), "{n}");
+        }
+        for n in [
+            "record_param_comms",
+            "c10d::allreduce_",
+            "nccl:all_to_all",
+            "vllm::all_reduce",
+            "_C_custom_ar::all_reduce",
+        ] {
+            assert!(is_collective_op_name(n), "{n}");
+        }
+        for n in ["aten::broadcast_tensors", "aten::mm", "aten::sum"] {
+            assert!(!is_collective_op_name(n), "{n}");
         }
         for n in [
             "volta_h884gemm_64x64_ldg8_nn",

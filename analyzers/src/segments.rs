@@ -13,18 +13,38 @@
 //! # The rules
 //!
 //! The gap is cut wherever the issuing thread enters or leaves a range,
-//! at `L`, and at the edges of blocking calls and profiler markers; each
-//! piece takes the first cause of [`Cause::PRECEDENCE`] whose rule holds
-//! at its start (the order is stated there, once). The rules:
+//! at `L` and `R` (the start and end of the next work's launch call), and
+//! at the edges of blocking calls, graph setup, profiler markers and lazy
+//! kernel loading (which decides no cause, but D16's warm-up finding claims
+//! the time under it); each piece takes the first cause of
+//! [`Cause::PRECEDENCE`] whose rule holds at its start (the order is stated
+//! there, once). The rules:
 //!
 //! - `profiler`: a `ProfilerOverhead` marker covers it, or the thread is
 //!   inside the profiler's own code (CUPTI, `torch/profiler/` frames).
-//! - `sync`: a launching thread is inside a blocking call (synchronize, a
-//!   blocking device→host copy). The segment runs from the drain (the gap
-//!   start) until the call returns; what follows is judged on its own.
-//! - `dataloader`: the thread is inside a DataLoader `__next__` range.
-//! - `launch_overhead`: from `L` on, the next work is being launched or
-//!   is queued; the CPU is no longer what the GPU waits for.
+//!   CUPTI's `Lazy Function Loading` records are not the profiler's: they
+//!   are the driver loading a kernel on its first launch.
+//! - `queued`: from *Q* on, the next work is queued on the device, and it
+//!   started more than [`QUEUED_AFTER_NS`] after *Q*. *Q* is `R`, or the
+//!   gap's start when `R` is earlier, or when the next work was launched
+//!   before the trace began (its correlation id is below every call's), or
+//!   when it belongs to a graph whose earlier kernels already ran (the
+//!   graph is submitted whole). Nothing the host does from *Q* on holds the
+//!   work, so no host cause applies after it, a sync included: a long
+//!   `cudaDeviceSynchronize` over queued kernels drains only after the last
+//!   of them.
+//! - `graph_capture`: before *Q*, the issuing thread is capturing a
+//!   CUDA/HIP graph or instantiating, uploading or destroying one
+//!   ([`GraphSetup`](crate::evidence::GraphSetup)).
+//! - `sync`: before *Q*, a launching thread is inside a blocking call
+//!   (synchronize, a blocking device→host copy). The segment runs from the
+//!   drain (the gap start) until the call returns; what follows is judged
+//!   on its own.
+//! - `dataloader`: before *Q*, the thread is inside a DataLoader
+//!   `__next__` range.
+//! - `launch_overhead`: from `L` on, the next work is being launched, or
+//!   from *Q* on it is queued and starts within [`QUEUED_AFTER_NS`]; the
+//!   CPU is no longer what the GPU waits for.
 //! - `cpu_op`: the thread is inside an operator.
 //! - `framework_overhead`: the thread is inside a step, annotation or
 //!   Python frame but no operator.
@@ -45,14 +65,28 @@
 //!                            25   35  40   45          75 80 85   90
 //! ```
 //!
-//! Kernels replayed from one `cudaGraphLaunch` share its correlation: the
-//! gaps between them start after `L`, so they are `launch_overhead`.
+//! Work that waited in the queue: the launch returned at 14 but the kernel
+//! started at 414, with nothing on the CPU holding it (a stream waiting on
+//! an event of another process, say):
+//!
+//! ```text
+//! µs          0    10 12 14  20                                     414
+//! stream 7    [k1..]                                                [k2....]
+//! thread 1           [L2]    [cudaStreamSynchronize..........................]
+//! gap              [..][L][queued 14..414: no operator to blame...........]
+//! ```
+//!
+//! Kernels replayed from one `cudaGraphLaunch` share its correlation: once
+//! the graph's first kernel ran the whole graph is submitted, so the gaps
+//! between its kernels are `launch_overhead` (or `queued`), even while the
+//! launch call is still running.
 //!
 //! # Attribution
 //!
 //! `sync`: the operator around the blocking call (`aten::_local_scalar_dense`
 //! under `aten::item`); `launch_overhead`: the operator that launched the
-//! next work; every other cause: the innermost range of the issuing thread
+//! next work; `queued`: nobody (nothing in the trace held the work); every
+//! other cause: the innermost range of the issuing thread
 //! (through [`OpContext`]). Each segment names the innermost operator, the
 //! nearest annotation (the DataLoader range for `dataloader`), and the best
 //! source frame.
@@ -64,6 +98,14 @@ use crate::gaps::{device_gaps, Gap};
 use crate::intervals::Span;
 use gapscope_collectors::trace::{GpuRow, Ns, OpRow, StrId, Strings, ThreadId, Trace};
 use std::borrow::Cow;
+
+/// Launched work that has not started this long after it was queued (its
+/// launch call returned, or the device went idle, whichever is later) is
+/// held by something outside the trace: HTA's `launch_delay_cutoff`,
+/// 100 µs. Measured on the shared traces: idle devices start launched work
+/// 1–10 µs after the call returns on CUDA and up to 86 µs on ROCm
+/// (MI300X), while held work waits milliseconds.
+pub const QUEUED_AFTER_NS: Ns = 100_000;
 
 /// One piece of an idle gap with a single cause and attribution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +125,15 @@ pub struct IdleSegment {
     /// trace; see [`display_source`](crate::names::display_source)),
     /// or empty.
     pub source: StrId,
+    /// The CPU time is inside an operator's first call that costs far more
+    /// than its later ones ([`first_calls`](crate::attribution::first_calls)):
+    /// warm-up, not steady state.
+    pub first_call: bool,
+    /// When the next work of the segment's gap was queued (*Q* in the
+    /// module docs), or `Ns::MAX` when not known. From then on no host call
+    /// explains the idle time, however long the call the host is in. The
+    /// same for every segment of a gap.
+    pub queued_from: Ns,
 }
 
 impl IdleSegment {
@@ -92,7 +143,14 @@ impl IdleSegment {
     }
 
     fn same_blame(&self, o: &IdleSegment) -> bool {
-        (self.cause, self.op, self.annotation, self.source) == (o.cause, o.op, o.annotation, o.source)
+        (
+            self.cause,
+            self.op,
+            self.annotation,
+            self.source,
+            self.first_call,
+            self.queued_from,
+        ) == (o.cause, o.op, o.annotation, o.source, o.first_call, o.queued_from)
     }
 }
 
@@ -107,6 +165,9 @@ pub fn idle_segments(trace: &Trace, device: u32, window: Span) -> Vec<IdleSegmen
 pub struct IdleAnalyzer<'t> {
     trace: &'t Trace,
     cx: Cow<'t, OpContext>,
+    /// The smallest correlation id of the trace's runtime calls: a GPU row
+    /// with a smaller one was launched before the trace began.
+    first_correlation: u64,
 }
 
 /// The CPU side of one gap: who issues the next work and when.
@@ -114,8 +175,25 @@ struct Issuer {
     thread: Option<ThreadId>,
     /// Start of the next work's launch call (`Ns::MAX`: none known).
     launch_start: Ns,
+    /// When the next work was queued (*Q*; `Ns::MAX`: not known).
+    queued_from: Ns,
+    /// The device waited more than [`QUEUED_AFTER_NS`] from `queued_from`.
+    held: bool,
     /// The `cpu_ops` row holding the launch call, if any.
     launch_op: Option<OpRow>,
+}
+
+/// The smallest correlation id of `trace`'s runtime calls (0: none): a
+/// GPU row with a smaller one was launched before the trace began.
+fn first_correlation(trace: &Trace) -> u64 {
+    trace
+        .runtime
+        .correlation
+        .iter()
+        .copied()
+        .filter(|&c| c != 0)
+        .min()
+        .unwrap_or(0)
 }
 
 /// The attribution triple of a segment.
@@ -128,6 +206,7 @@ impl<'t> IdleAnalyzer<'t> {
         IdleAnalyzer {
             trace,
             cx: Cow::Owned(OpContext::new(trace)),
+            first_correlation: first_correlation(trace),
         }
     }
 
@@ -136,6 +215,7 @@ impl<'t> IdleAnalyzer<'t> {
         IdleAnalyzer {
             trace,
             cx: Cow::Borrowed(cx),
+            first_correlation: first_correlation(trace),
         }
     }
 
@@ -168,7 +248,7 @@ impl<'t> IdleAnalyzer<'t> {
         let who = self.issuer(ev, gap);
         let cuts = self.cuts(ev, gap, &who);
         for w in cuts.windows(2) {
-            let (cause, (op, annotation, source)) = self.classify(ev, &who, w[0]);
+            let (cause, (op, annotation, source), first_call) = self.classify(ev, &who, w[0]);
             let seg = IdleSegment {
                 start: w[0],
                 end: w[1],
@@ -176,6 +256,8 @@ impl<'t> IdleAnalyzer<'t> {
                 op,
                 annotation,
                 source,
+                first_call,
+                queued_from: who.queued_from,
             };
             match out.last_mut() {
                 Some(last) if last.end == seg.start && last.same_blame(&seg) => last.end = seg.end,
@@ -189,9 +271,20 @@ impl<'t> IdleAnalyzer<'t> {
         let call_of = |row: Option<GpuRow>| row.and_then(|r| self.trace.links.gpu_launch[r.index()]);
         if let Some(next) = call_of(gap.next_row) {
             let c = next.index();
+            // A graph whose earlier kernels already ran was submitted
+            // whole: the rest of it is queued, the call still running or
+            // not.
+            let submitted = if call_of(gap.prev_row) == Some(next) {
+                gap.start
+            } else {
+                rt.end[c].max(rt.start[c])
+            };
+            let queued_from = submitted.max(gap.start);
             return Issuer {
                 thread: Some(rt.thread[c]),
                 launch_start: rt.start[c],
+                queued_from,
+                held: gap.end - queued_from > QUEUED_AFTER_NS,
                 launch_op: self.trace.links.runtime_op[c],
             };
         }
@@ -199,9 +292,18 @@ impl<'t> IdleAnalyzer<'t> {
             None => ev.launchers.first().copied(),
             Some(c) => Some(rt.thread[c.index()]),
         };
+        // Correlation ids grow with every call: a row whose id is below
+        // every call of the trace was launched before the trace began, so
+        // it was queued all along.
+        let before_trace = gap.next_row.is_some_and(|r| {
+            let c = self.trace.gpu.correlation[r.index()];
+            c != 0 && c < self.first_correlation
+        });
         Issuer {
             thread,
             launch_start: Ns::MAX,
+            queued_from: if before_trace { gap.start } else { Ns::MAX },
+            held: before_trace && gap.end - gap.start > QUEUED_AFTER_NS,
             launch_op: None,
         }
     }
@@ -211,17 +313,27 @@ impl<'t> IdleAnalyzer<'t> {
     fn cuts(&self, ev: &DeviceEvidence, gap: &Gap, who: &Issuer) -> Vec<Ns> {
         let (gs, ge) = (gap.start, gap.end);
         let inside = |t: Ns| t > gs && t < ge;
-        let mut cuts = vec![gs, ge, who.launch_start];
+        let mut cuts = vec![gs, ge, who.launch_start, who.queued_from];
         let first = ev.blocking.partition_point(|b| b.end <= gs);
         for b in ev.blocking[first..].iter().take_while(|b| b.start < ge) {
             cuts.extend([b.start, b.end]);
         }
-        let first = ev.profiler.partition_point(|s| s.1 <= gs);
-        for s in ev.profiler[first..].iter().take_while(|s| s.0 < ge) {
-            cuts.extend([s.0, s.1]);
+        for spans in [&ev.profiler, &ev.lazy_loading] {
+            let first = spans.partition_point(|s| s.1 <= gs);
+            for s in spans[first..].iter().take_while(|s| s.0 < ge) {
+                cuts.extend([s.0, s.1]);
+            }
         }
         if let Some(thread) = who.thread {
             self.thread_cuts(thread, gap, &mut cuts);
+            let setup = &ev.graph_setup;
+            let first = setup.partition_point(|g| g.thread < thread || (g.thread == thread && g.end <= gs));
+            for g in setup[first..]
+                .iter()
+                .take_while(|g| g.thread == thread && g.start < ge)
+            {
+                cuts.extend([g.start, g.end]);
+            }
         }
         cuts.retain(|&t| inside(t) || t == gs || t == ge);
         cuts.sort_unstable();
@@ -252,23 +364,34 @@ impl<'t> IdleAnalyzer<'t> {
 
     /// The cause and blame of the instant `t`: the first cause of
     /// [`Cause::PRECEDENCE`] whose rule (module docs) holds.
-    fn classify(&self, ev: &DeviceEvidence, who: &Issuer, t: Ns) -> (Cause, Blame) {
+    /// Also says whether the time is a first call's (warm-up): for the
+    /// host's own time (`cpu_op`, `framework_overhead`, inside the launch
+    /// call).
+    fn classify(&self, ev: &DeviceEvidence, who: &Issuer, t: Ns) -> (Cause, Blame, bool) {
         let inner = who.thread.and_then(|th| innermost_op(self.trace, th, t));
         let cx = &self.cx;
         let inner_blame = || self.blame(inner);
+        let warm = |row: Option<OpRow>| row.is_some_and(|r| cx.first_call[r.index()]);
+        let queued = t >= who.queued_from;
         for cause in Cause::PRECEDENCE {
             let blame = match cause {
                 Cause::Profiler => {
                     (ev.profiler_at(t) || inner.is_some_and(|i| cx.profiler[i.index()])).then(inner_blame)
                 }
+                Cause::Queued => (queued && who.held).then_some(NO_BLAME),
+                Cause::GraphCapture => {
+                    let setup = who.thread.is_some_and(|th| ev.graph_setup_at(th, t).is_some());
+                    (!queued && setup).then(inner_blame)
+                }
                 Cause::Sync => ev
                     .blocking_at(t)
+                    .filter(|_| !queued)
                     .map(|b| self.blame(self.trace.links.runtime_op[b.call.index()])),
                 Cause::Dataloader => inner
                     .map(OpRow::index)
-                    .filter(|&i| cx.dataloader[i].is_some())
+                    .filter(|&i| !queued && cx.dataloader[i].is_some())
                     .map(|i| (cx.operator[i], cx.dataloader[i], cx.source[i])),
-                Cause::LaunchOverhead => (t >= who.launch_start).then(|| self.blame(who.launch_op)),
+                Cause::LaunchOverhead => (t >= who.launch_start || queued).then(|| self.blame(who.launch_op)),
                 Cause::CpuOp => Some(inner_blame()).filter(|b| b.0.is_some()),
                 Cause::FrameworkOverhead => inner.map(|_| {
                     let (_, annotation, source) = inner_blame();
@@ -277,7 +400,12 @@ impl<'t> IdleAnalyzer<'t> {
                 Cause::Untraced => Some(NO_BLAME),
             };
             if let Some(blame) = blame {
-                return (cause, blame);
+                let first_call = match cause {
+                    Cause::CpuOp | Cause::FrameworkOverhead => warm(inner),
+                    Cause::LaunchOverhead => !queued && warm(who.launch_op),
+                    _ => false,
+                };
+                return (cause, blame, first_call);
             }
         }
         unreachable!("`untraced` always holds")

@@ -173,6 +173,8 @@ mod tests {
             op: None,
             annotation: None,
             source: Strings::EMPTY,
+            first_call: false,
+            queued_from: Ns::MAX,
         }];
         let s = strip(&t, 0, (0, 100), &[(0, 10), (40, 100)], &segs, 7);
         for c in &s.columns {

@@ -41,7 +41,8 @@
 //!
 //! [`Edit`] removes CPU time on a thread (between calls or inside a call),
 //! removes the wait of blocking calls (they return after their own
-//! non-waiting part), and removes GPU rows (their duration becomes 0).
+//! non-waiting part), and removes GPU rows (their duration becomes 0) or
+//! shortens them.
 //!
 //! # A sync's drain, removed
 //!
@@ -81,12 +82,18 @@ pub struct Edit {
     pub no_wait: Vec<CallRow>,
     /// GPU rows that no longer run.
     pub remove_gpu: Vec<GpuRow>,
+    /// GPU rows that run shorter: `(gpu row, new duration)` (a pageable
+    /// copy made pinned still takes its bytes over the bus).
+    pub shorten_gpu: Vec<(GpuRow, Ns)>,
 }
 
 impl Edit {
     /// True when the edit changes nothing.
     pub fn is_empty(&self) -> bool {
-        self.remove_cpu.is_empty() && self.no_wait.is_empty() && self.remove_gpu.is_empty()
+        self.remove_cpu.is_empty()
+            && self.no_wait.is_empty()
+            && self.remove_gpu.is_empty()
+            && self.shorten_gpu.is_empty()
     }
 }
 
@@ -517,6 +524,9 @@ impl Replay {
         if let Some(&i) = a.removed_gpu.first() {
             from = from.min(self.gpu_pos[i as usize] as usize);
         }
+        if let Some(&(i, _)) = a.shortened_gpu.first() {
+            from = from.min(self.gpu_pos[i as usize] as usize);
+        }
         from
     }
 
@@ -617,11 +627,17 @@ impl Replay {
                         start = self.gs[i];
                     }
                     st.gs[i] = start;
+                    let recorded = self.ge[i] - self.gs[i];
                     st.ge[i] = start
                         + if !a.removed_gpu.is_empty() && a.removed_gpu.binary_search(&(i as u32)).is_ok() {
                             0
+                        } else if a.shortened_gpu.is_empty() {
+                            recorded
                         } else {
-                            self.ge[i] - self.gs[i]
+                            match a.shortened_gpu.binary_search_by_key(&(i as u32), |x| x.0) {
+                                Ok(k) => a.shortened_gpu[k].1.min(recorded),
+                                Err(_) => recorded,
+                            }
                         };
                     gpu_done = i + 1;
                 }
@@ -694,6 +710,8 @@ struct Applied {
     no_wait: Vec<u32>,
     /// GPU nodes that no longer run, sorted.
     removed_gpu: Vec<u32>,
+    /// GPU nodes that run shorter, with their new duration, sorted.
+    shortened_gpu: Vec<(u32, Ns)>,
 }
 
 impl Applied {
@@ -703,6 +721,7 @@ impl Applied {
             by_thread: Vec::new(),
             no_wait: Vec::new(),
             removed_gpu: Vec::new(),
+            shortened_gpu: Vec::new(),
         }
     }
 
@@ -731,6 +750,16 @@ impl Applied {
             by_thread: spans.into_iter().map(|s| Cumulative::new(union(s))).collect(),
             no_wait: nodes(&edit.no_wait, &r.call_row),
             removed_gpu: nodes(&edit.remove_gpu, &r.gpu_row),
+            shortened_gpu: {
+                let mut v: Vec<(u32, Ns)> = edit
+                    .shorten_gpu
+                    .iter()
+                    .filter_map(|&(row, d)| r.gpu_row.binary_search(&row).ok().map(|i| (i as u32, d.max(0))))
+                    .collect();
+                v.sort_unstable();
+                v.dedup_by_key(|x| x.0);
+                v
+            },
         }
     }
 }

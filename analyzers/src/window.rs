@@ -31,7 +31,7 @@
 
 use crate::format::duration_exact;
 use crate::intervals::Span;
-use gapscope_collectors::trace::{CallRow, CpuOpKind, Ns, OpRow, Trace};
+use gapscope_collectors::trace::{CallRow, CpuOpKind, MarkerKind, Ns, OpRow, Trace};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -263,12 +263,13 @@ pub struct Window {
 }
 
 /// The window of an already [`select`]ed trace: first step start to last
-/// step end when it has steps, else its first to last event (all tables).
+/// step end when it has steps, else its first to last event (all tables,
+/// the profiler's bookkeeping instants left out: [`workload_extent`]).
 pub fn window(selected: &Trace) -> Window {
     let steps = steps(selected);
     let span = match (steps.first(), steps.last()) {
         (Some(f), Some(l)) => (f.start, steps.iter().map(|s| s.end).max().unwrap_or(l.end)),
-        _ => event_extent(selected),
+        _ => workload_extent(selected),
     };
     Window { span, steps }
 }
@@ -287,6 +288,42 @@ pub fn event_extent(trace: &Trace) -> Span {
         (Some(&s), Some(&e)) => (s, e),
         _ => (0, 0),
     }
+}
+
+/// [`event_extent`] without the profiler's own bookkeeping instants, which
+/// are not events of the workload: Kineto writes `Iteration Start: PyTorch
+/// Profiler` when it starts and `Record Window End` when it stops, up to a
+/// minute after the last recorded event (on the shared traces: 0.1 ms to
+/// 59.7 ms after it). The window of a trace without steps.
+pub fn workload_extent(trace: &Trace) -> Span {
+    let columns = [
+        (&trace.gpu.start, &trace.gpu.end),
+        (&trace.runtime.start, &trace.runtime.end),
+        (&trace.cpu_ops.start, &trace.cpu_ops.end),
+    ];
+    let mut start = columns.iter().filter_map(|(s, _)| s.iter().min().copied()).min();
+    let mut end = columns.iter().filter_map(|(_, e)| e.iter().max().copied()).max();
+    let m = &trace.markers;
+    let mut bookkeeping: Vec<Option<bool>> = vec![None; trace.strings.len()];
+    for i in 0..m.len() {
+        let id = m.name[i].0 as usize;
+        let skip = *bookkeeping[id].get_or_insert_with(|| {
+            m.kind[i] == MarkerKind::Instant && is_profiler_bookkeeping(trace.strings.get(m.name[i]))
+        });
+        if !skip {
+            start = Some(start.map_or(m.start[i], |s| s.min(m.start[i])));
+            end = Some(end.map_or(m.end[i], |e| e.max(m.end[i])));
+        }
+    }
+    match (start, end) {
+        (Some(s), Some(e)) => (s, e),
+        _ => (0, 0),
+    }
+}
+
+/// The instants Kineto writes about the profiler itself.
+fn is_profiler_bookkeeping(name: &str) -> bool {
+    name == "Record Window End" || name.starts_with("Iteration Start: ")
 }
 
 /// The CPU-time range `[lo, hi)` whose rows a selection keeps, or `None`

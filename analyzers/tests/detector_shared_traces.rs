@@ -63,7 +63,10 @@ fn check(path: &Path, t: &Trace, findings: &[Finding], span: Span) {
         );
     }
     for w in findings.windows(2) {
-        assert!(w[0].est_savings_ns >= w[1].est_savings_ns, "not ranked");
+        assert!(w[0].weight() >= w[1].weight(), "not ranked");
+    }
+    for f in findings {
+        assert!(f.estimable || f.est_savings_ns == 0, "{f:?}");
     }
 }
 
@@ -188,19 +191,30 @@ fn alexnet_waits_once_on_the_fft_side_streams() {
     assert!(of(&f, "communication_wait").is_empty());
 }
 
-/// Its first launches load modules and its setup calls create the
-/// context: `cudaLaunchKernel` is an outlier against its own median (9 µs),
-/// and each slow API is its own finding.
+/// The trace is a benchmark's warm-up (its ranges say `warmup`): the first
+/// `aten::empty_strided` creates the context (a 29.9 s
+/// `cudaDeviceGetStreamPriorityRange`) and the first convolutions
+/// initialize cuDNN; each takes far longer than its later calls. That is
+/// first-call warm-up, ranked first, not slow API calls to remove. A
+/// `cudaLaunchKernel` outside the first calls is still an outlier against
+/// its API's median (9 µs), and the allocator calls outside them remain.
 #[test]
-fn alexnet_slow_launches_are_outliers_for_their_api() {
+fn alexnet_first_calls_are_warmup() {
     let f = shared_findings(ALEXNET, &AnalyzeOptions::default());
+    let w = &f[0];
+    assert_eq!(
+        (w.detector.as_str(), w.id.as_str()),
+        ("D16", "first_call_warmup"),
+        "{w:?}"
+    );
+    assert!(w.idle_ns > 30_000_000_000, "{w:?}");
+    assert!(w.hint.contains("CUDA_MODULE_LOADING"), "{}", w.hint);
+    assert!(w.title.contains("aten::empty_strided"), "{}", w.title);
     let launch = of(&f, "slow_runtime_calls")
         .into_iter()
         .find(|x| x.title.contains("`cudaLaunchKernel`"))
         .expect("slow launches");
-    assert_eq!(launch.occurrences, 3, "{launch:?}");
     assert!(launch.title.contains("usually 9.0 µs"), "{}", launch.title);
-    assert!(launch.hint.contains("CUDA_MODULE_LOADING"), "{}", launch.hint);
     let alloc = of(&f, "allocator_calls_in_step");
     assert_eq!(alloc.len(), 1);
     assert!(alloc[0].hint.contains("empty_cache()"), "{}", alloc[0].hint);

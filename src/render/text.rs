@@ -212,11 +212,16 @@ fn gaps_table(out: &mut dyn Write, gaps: &[TopGap]) -> io::Result<()> {
 }
 
 fn culprit(o: &TopIdleOperator) -> String {
-    place(
+    let at = place(
         o.operator.as_deref(),
         o.annotation.as_deref(),
         o.source.as_deref(),
-    )
+    );
+    if o.first_call {
+        format!("{at} (first calls: warm-up)")
+    } else {
+        at
+    }
 }
 
 /// `aten::item in Optimizer.step#SGD.step at train.py(42): step`, with
@@ -246,16 +251,19 @@ fn place(op: Option<&str>, annotation: Option<&str>, source: Option<&str>) -> St
 fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::Result<()> {
     let mine: Vec<&Finding> = a.findings.iter().filter(|f| f.device == d.device).collect();
     if !mine.is_empty() {
-        writeln!(out, "  What to fix (ranked by estimated savings)")?;
+        writeln!(
+            out,
+            "  What to fix (ranked by estimated savings, else by the idle time explained)"
+        )?;
         for (i, f) in mine.iter().take(MAX_FINDINGS).enumerate() {
             writeln!(out, "  {:>2}. [{}] {}", i + 1, f.detector, f.title)?;
             // A primary finding's 0 can be a replay result (another wait
             // follows, so this fix alone moves nothing); context findings
             // are not idle time at all.
-            let saves = if f.primary {
-                format!("saves ~{} ms", ms(f.est_savings_ns))
-            } else {
-                "context, not idle time:".to_string()
+            let saves = match (f.primary, f.estimable) {
+                (true, true) => format!("saves ~{} ms of", ms(f.est_savings_ns)),
+                (true, false) => "saving not estimable from the trace;".to_string(),
+                (false, _) => "context, not idle time:".to_string(),
             };
             let at = place(
                 f.operator.as_deref(),
@@ -264,7 +272,7 @@ fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::
             );
             writeln!(
                 out,
-                "      {saves} of {} ms explained; {} occurrences; where: {at}",
+                "      {saves} {} ms explained; {} occurrences; where: {at}",
                 ms(f.explained_ns),
                 f.occurrences
             )?;
@@ -283,14 +291,26 @@ fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::
     }
     let b = &d.bounds;
     if b.busy_ns > 0 {
-        writeln!(
-            out,
-            "  Bounds: busy {} ms of the {} ms window (kernels alone {} ms): removing all idle time makes it at most {:.2}x faster",
-            ms(b.busy_ns),
-            ms(b.window_ns),
-            ms(b.kernel_sum_ns),
-            b.max_speedup
-        )?;
+        if b.excluded_idle_ns > 0 {
+            writeln!(
+                out,
+                "  Bounds: busy {} ms of the {} ms window (kernels alone {} ms); {} ms of idle the trace cannot explain or that is setup stay: removing the rest makes it at most {:.2}x faster",
+                ms(b.busy_ns),
+                ms(b.window_ns),
+                ms(b.kernel_sum_ns),
+                ms(b.excluded_idle_ns),
+                b.max_speedup
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  Bounds: busy {} ms of the {} ms window (kernels alone {} ms): removing all idle time makes it at most {:.2}x faster",
+                ms(b.busy_ns),
+                ms(b.window_ns),
+                ms(b.kernel_sum_ns),
+                b.max_speedup
+            )?;
+        }
     }
     Ok(())
 }

@@ -67,7 +67,13 @@ pub fn bound_rows(bounds: &[Bounds]) -> Vec<BoundRow> {
             name: "GPU busy time".to_string(),
             ms: ms(b.busy_ns),
             pct_of_window: percent(b.busy_ns, b.window_ns),
-            meaning: if b.max_speedup > 0.0 {
+            meaning: if b.max_speedup > 0.0 && b.excluded_idle_ns > 0 {
+                format!(
+                    "with every idle gap the trace explains removed, the window still takes this plus {} ms of idle the trace cannot explain or that is setup: at most {:.2}x faster without faster kernels",
+                    ms(b.excluded_idle_ns),
+                    b.max_speedup
+                )
+            } else if b.max_speedup > 0.0 {
                 format!(
                     "with every idle gap removed the window still takes this: at most {:.2}x faster without faster kernels",
                     b.max_speedup
@@ -100,6 +106,7 @@ mod tests {
             window_ns: 100,
             busy_ns: 60,
             kernel_sum_ns: 70,
+            excluded_idle_ns: 0,
             max_speedup: 1.6667,
         };
         let rows = bound_rows(&[b]);

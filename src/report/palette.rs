@@ -64,6 +64,8 @@ impl Class {
 pub fn cause_color(c: Cause) -> &'static str {
     match c {
         Cause::Profiler => "#bab0ac",
+        Cause::Queued => "#79706e",
+        Cause::GraphCapture => "#9ecae9",
         Cause::Sync => "#e45756",
         Cause::Dataloader => "#eeca3b",
         Cause::CpuOp => "#f58518",

@@ -144,7 +144,13 @@ pub fn idle_operators(a: &Analysis) -> SourcedTable<IdleOperatorRow> {
             let g = groups
                 .entry((
                     o.cause,
-                    o.operator.clone(),
+                    o.operator.clone().map(|n| {
+                        if o.first_call {
+                            format!("{n} (first calls: warm-up)")
+                        } else {
+                            n
+                        }
+                    }),
                     o.annotation.clone(),
                     o.source.clone(),
                 ))
@@ -160,7 +166,10 @@ pub fn idle_operators(a: &Analysis) -> SourcedTable<IdleOperatorRow> {
     let rows = rows
         .into_iter()
         .map(|((cause, op, ann, src), (ns, count, devices))| IdleOperatorRow {
-            operator: op.unwrap_or_else(|| "(between operators)".to_string()),
+            operator: op.unwrap_or_else(|| match cause {
+                Cause::Queued => "(nothing in the trace held it)".to_string(),
+                _ => "(between operators)".to_string(),
+            }),
             annotation: ann.unwrap_or_default(),
             source: src.unwrap_or_default(),
             cause: cause.label().to_string(),

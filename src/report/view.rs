@@ -631,6 +631,7 @@ mod tests {
             idle_ns: 38_000_000,
             explained_ns: 38_000_000,
             est_savings_ns: 30_000_000,
+            estimable: true,
             primary: true,
             operator: None,
             annotation: Some("enumerate(DataLoader)".into()),

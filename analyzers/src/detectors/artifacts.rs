@@ -234,8 +234,11 @@ fn graph_replays(cx: &Cx) -> Option<Draft> {
     let mut d = Draft::new(
         "D16",
         "cuda_graph_replays",
-        format!("{launches} CUDA graph launches replay {kernels} kernels"),
-        "These kernels run from captured CUDA graphs (`torch.cuda.graphs` or \
+        format!(
+            "{launches} {} graph launches replay {kernels} kernels",
+            cx.platform.name()
+        ),
+        "These kernels run from captured graphs (`torch.cuda.graphs` or \
          `torch.compile(mode=\"reduce-overhead\")`): each graph is one launch, so they are \
          not launch-bound small kernels, and the operators that made them are not in the \
          trace. Profile one eager (uncaptured) step to see which operators the graph holds."

@@ -53,7 +53,7 @@ use super::{Cx, Draft, NOISE_NS};
 use crate::causes::Cause;
 use crate::format::{duration, percent_whole};
 use gapscope_collectors::trace::{CpuOpKind, OpRow};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Share of the window a group must explain to be reported (ours).
 pub const MIN_SHARE: f64 = 0.01;
@@ -138,10 +138,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 format!(
                     "{place} keeps the CPU busy in {n_ops} operators (most of the time in \
                      `{dominant}`) and the Python between them for {per_step} per step while \
-                     nothing is queued on the GPU. If it computes on CPU tensors, move \
-                     its inputs to the GPU once and run the range there, or precompute its \
-                     result outside the loop (or in DataLoader workers); if it is many small \
-                     operators, batch them or compile the region with `torch.compile`."
+                     nothing is queued on the GPU. {}",
+                    advice(cx, &pieces)
                 ),
             );
             let mut rows: Vec<OpRow> = pieces.iter().map(|i| range_of[i]).collect();
@@ -162,10 +160,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 ),
                 format!(
                     "{place} keeps the CPU busy for {per_step} per step before the next GPU work \
-                     is launched. If it computes on CPU tensors, move the tensors to the GPU or \
-                     precompute the result outside the loop (or in DataLoader workers); if it is \
-                     many small operators, batch them or compile the region with \
-                     `torch.compile`."
+                     is launched. {}",
+                    advice(cx, &pieces)
                 ),
             );
             d.occurrences = cx.distinct(&pieces, |p| p.seg.op);
@@ -185,11 +181,18 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 format!("The GPU waits for Python / framework code between operators ({} idle, {share} of the window)", duration(idle)),
                 format!(
                     "Between operators{inside}{at} the CPU runs Python and framework code for \
-                     {per_step} per step while the GPU has nothing queued. Remove per-step Python \
-                     work from the loop (logging, list building, shape checks), use \
-                     `torch.compile(model)` to cut interpreter and dispatch overhead, raise the \
-                     batch size so each launch does more work, or capture the step with CUDA \
-                     Graphs (`torch.compile(mode=\"reduce-overhead\")`)."
+                     {per_step} per step while the GPU has nothing queued. {}",
+                    match host_work(cx, &pieces) {
+                        HostWork::Compiled(_) => advice(cx, &pieces),
+                        _ => format!(
+                            "Remove per-step Python work from the loop (logging, list building, \
+                             shape checks), use `torch.compile(model)` to cut interpreter and \
+                             dispatch overhead, raise the batch size so each launch does more \
+                             work, or capture the step with {} graphs \
+                             (`torch.compile(mode=\"reduce-overhead\")`).",
+                            cx.platform.name()
+                        ),
+                    }
                 ),
             );
             d.occurrences = pieces.len() as u64;
@@ -257,4 +260,225 @@ fn user_range(cx: &Cx, i: usize) -> Option<OpRow> {
             !name.starts_with("ProfilerStep#") && !name.starts_with("nn.Module:")
         }
     })
+}
+
+/// What the host was doing in a group's idle time, by idle-weighted share.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum HostWork {
+    /// Code `torch.compile` generated: Inductor's Python wrapper. The
+    /// compiled regions (`Torch-Compiled Region`, `## Call CompiledFxGraph`
+    /// rows) behind the time.
+    Compiled(Vec<OpRow>),
+    /// A custom operator's host code (its outermost operator row).
+    Custom(OpRow),
+    /// Operators that launch GPU work but take longer on the host.
+    Dispatch,
+    /// Many short operators that launch nothing (views, reshapes, shape
+    /// arithmetic): framework overhead.
+    Framework,
+    /// Operators that launch nothing and run long: CPU compute.
+    CpuCompute,
+}
+
+/// Host-only operators whose calls hold at least this much idle time each
+/// on average compute on the CPU; shorter ones are framework overhead
+/// (ours: a view or a reshape costs a few µs under the profiler, real CPU
+/// tensor work tens of µs and more; HTA's `runtime_cutoff` scale).
+pub const CPU_COMPUTE_MIN_NS: i64 = 50_000;
+
+/// Namespaces of PyTorch's own operators; any other `ns::op` is a custom
+/// operator (`vllm::moe_forward`, `_C::rotary_embedding`).
+const TORCH_NAMESPACES: [&str; 11] = [
+    "aten",
+    "prim",
+    "prims",
+    "autograd",
+    "torch",
+    "c10d",
+    "c10d_functional",
+    "_c10d_functional",
+    "quantized",
+    "profiler",
+    "cuda",
+];
+
+/// `ns::op` with a namespace that is an identifier and not PyTorch's own
+/// (`autograd::engine::evaluate_function: ...` is PyTorch's autograd).
+fn is_custom_op(name: &str) -> bool {
+    name.split_once("::").is_some_and(|(ns, _)| {
+        !ns.is_empty()
+            && ns.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !TORCH_NAMESPACES.contains(&ns)
+    })
+}
+
+/// True for a range `torch.compile` generated or calls.
+fn is_compiled_name(name: &str) -> bool {
+    name.starts_with("Torch-Compiled Region")
+        || name.starts_with("CompiledFunction")
+        || name.starts_with("## Call CompiledFxGraph")
+}
+
+/// True for a source frame in Inductor's generated or runtime code.
+fn is_compiled_source(src: &str) -> bool {
+    src.contains("torchinductor") || src.contains("/_inductor/")
+}
+
+/// Classifies the host work behind `pieces` (see [`HostWork`]) by the
+/// operator with the most idle time: compiled code when it is, or is
+/// inside, a compiled region (without operators: when at least half the
+/// idle time is in compiled code); a custom operator when it is one; else
+/// dispatch when at least half the operator time is in operators that
+/// launch GPU work; else CPU compute when the host-only operators hold
+/// [`CPU_COMPUTE_MIN_NS`] per call on average, framework overhead when
+/// less.
+fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
+    let t = cx.trace;
+    let ops = &t.cpu_ops;
+    // The outermost compiled region around a row, if any.
+    let region_of = |row: Option<OpRow>| {
+        let mut at = row;
+        let mut region = None;
+        while let Some(r) = at {
+            if is_compiled_name(t.strings.get(ops.name[r.index()])) {
+                region = Some(r);
+            }
+            at = ops.parent[r.index()];
+        }
+        region
+    };
+    let (mut total, mut compiled) = (0i64, 0i64);
+    let mut regions: Vec<OpRow> = Vec::new();
+    let (mut op_total, mut launching) = (0i64, 0i64);
+    let mut host_only_ops: HashSet<OpRow> = HashSet::new();
+    let mut by_op: HashMap<Option<OpRow>, i64> = HashMap::new();
+    for &i in pieces {
+        let p = &cx.pieces[i];
+        let d = p.dur();
+        total += d;
+        let region = region_of(p.seg.op.or(p.seg.annotation));
+        let src_compiled = cx.source(p.seg.source).is_some_and(|s| is_compiled_source(&s));
+        if region.is_some() || src_compiled {
+            compiled += d;
+            if let Some(r) = region.filter(|r| !regions.contains(r)) {
+                regions.push(r);
+            }
+        }
+        if let Some(op) = p.seg.op.filter(|_| p.seg.cause == Cause::CpuOp) {
+            op_total += d;
+            if cx.ops.launches[op.index()] {
+                launching += d;
+            } else {
+                host_only_ops.insert(op);
+            }
+            *by_op.entry(cx.outer_operator(Some(op))).or_default() += d;
+        }
+    }
+    let top = by_op
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+        .and_then(|(&r, _)| r);
+    // The operator with the most time decides; without operators, the
+    // share of time in compiled code.
+    let compiled_wins = match top {
+        Some(r) => region_of(Some(r)).is_some(),
+        None => total > 0 && 2 * compiled >= total,
+    };
+    if compiled_wins {
+        return HostWork::Compiled(regions);
+    }
+    if let Some(r) = top.filter(|r| is_custom_op(t.strings.get(ops.name[r.index()]))) {
+        return HostWork::Custom(r);
+    }
+    if op_total == 0 || 2 * launching >= op_total {
+        return HostWork::Dispatch;
+    }
+    let per_call = (op_total - launching) / (host_only_ops.len().max(1) as i64);
+    if per_call >= CPU_COMPUTE_MIN_NS {
+        HostWork::CpuCompute
+    } else {
+        HostWork::Framework
+    }
+}
+
+/// What to change, for the host work behind `pieces`.
+fn advice(cx: &Cx, pieces: &[usize]) -> String {
+    let graphs = cx.platform.name();
+    match host_work(cx, pieces) {
+        HostWork::Compiled(regions) => {
+            let (asserts, launches, calls) = compiled_work(cx, &regions);
+            let per_call = if calls > 0 && (asserts > 0 || launches > 0) {
+                format!(
+                    " (per call: {} `assert_size_stride` checks and {} kernel launches from Python)",
+                    asserts / calls,
+                    launches / calls
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "This is code `torch.compile` already generated: the host time is Inductor's \
+                 Python wrapper{per_call}, so compiling again does not help. Replay it as \
+                 {graphs} graphs (`torch.compile(mode=\"reduce-overhead\")`), which launch the \
+                 whole region at once; or have Inductor emit a C++ wrapper \
+                 (`torch._inductor.config.cpp_wrapper = True`); and run it once before \
+                 profiling, since first calls also compile and autotune."
+            )
+        }
+        HostWork::Custom(r) => {
+            let name = cx.name(Some(r)).unwrap_or_default();
+            format!(
+                "`{name}` is a custom operator: its host side (the Python wrapper, argument \
+                 checks, JIT compilation or a Triton launcher) runs before its kernels are \
+                 launched. Look at its implementation for work that can be cached across calls, \
+                 or replay the region as {graphs} graphs so its kernels launch without the host \
+                 code."
+            )
+        }
+        HostWork::Dispatch => format!(
+            "These operators launch GPU work, but their host side (Python, dispatch, the launch \
+             calls) takes longer than their kernels: the GPU waits for the launches. Replay the \
+             step as {graphs} graphs (`torch.cuda.graph`, `torch.compile(mode=\"reduce-overhead\")`; \
+             in vLLM or SGLang, keep graphs on rather than running eager), fuse operators with \
+             `torch.compile`, or give each launch more work (a larger batch)."
+        ),
+        HostWork::Framework => format!(
+            "These are many short operators that launch nothing on the GPU (views, reshapes, \
+             slicing, shape arithmetic): framework overhead, not computation. Take shape logic \
+             out of the step, let `torch.compile` trace them away, or replay the step as {graphs} \
+             graphs so none of it runs per step."
+        ),
+        HostWork::CpuCompute => "These operators launch nothing on the GPU: they compute on the \
+             CPU. If they work on CPU tensors, move the tensors to the GPU or precompute the \
+             result outside the loop (or in DataLoader workers); if they are many small \
+             operators, batch them."
+            .to_string(),
+    }
+}
+
+/// Inside the compiled `regions` rows: `assert_size_stride` frames, kernel
+/// launches, and the number of region calls.
+fn compiled_work(cx: &Cx, regions: &[OpRow]) -> (u64, u64, u64) {
+    let t = cx.trace;
+    let ops = &t.cpu_ops;
+    let rt = &t.runtime;
+    let (mut asserts, mut launches) = (0u64, 0u64);
+    for &r in regions {
+        let r = r.index();
+        let (thread, s, e) = (ops.thread[r], ops.start[r], ops.end[r]);
+        let range = t.cpu_ops_of(thread);
+        let mut i = r + 1;
+        while i < range.end && ops.start[i] < e {
+            if t.strings.get(ops.name[i]).contains("assert_size_stride") {
+                asserts += 1;
+            }
+            i += 1;
+        }
+        let first = rt.start.partition_point(|&x| x < s);
+        launches += (first..rt.len())
+            .take_while(|&c| rt.start[c] < e)
+            .filter(|&c| rt.thread[c] == thread && t.links.runtime_gpu_count[c] > 0)
+            .count() as u64;
+    }
+    (asserts, launches, regions.len() as u64)
 }

@@ -20,14 +20,16 @@
 //! moved off the critical path), capped at the idle claimed plus the drain
 //! after each read (the rest of its gap, while the host launches again:
 //! [`Cx::drain_after`](super::Cx::drain_after)); that drain stays claimed
-//! by whoever explains the host's time in it (usually D2).
+//! by whoever explains the host's time in it (usually D2). A read after
+//! which no GPU work follows (the pipeline's final result) has no saving:
+//! nothing on the GPU waits behind it.
 
 use super::{Cx, Draft, SyncKind, TINY_COPY_BYTES};
 use crate::causes::Cause;
 use crate::format::duration;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
-    let groups = cx.site_groups(claims, |p| {
+    let groups = cx.site_groups(claims, true, |p| {
         p.seg.cause == Cause::Sync
             && p.blocking
                 .is_some_and(|b| cx.sync_kind(b).0 == SyncKind::DtoHRead)
@@ -64,8 +66,20 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                  `torch.cuda.set_sync_debug_mode(\"warn\")`.",
                 duration(g.idle_ns / cx.n_steps())
             );
+            let last_read = !g.pieces.iter().any(|&i| cx.followed_by_work(i));
+            let hint = if last_read {
+                format!(
+                    "{place} blocks the CPU until the GPU finishes and no GPU work follows in the \
+                     window: it waits for the final result, which the host needs anyway, so \
+                     there is nothing to save here unless the result is not needed at all."
+                )
+            } else {
+                hint
+            };
             let mut d = cx.sync_draft(g, "D5", "blocking_device_to_host_read", title, hint);
             d.drain_ns = cx.drain_after(&g.pieces);
+            // No GPU work waits behind the last read of a run: no saving.
+            d.estimable = !last_read;
             d
         })
         .collect()

@@ -17,22 +17,32 @@
 //! ```text
 //! D16 profiler artifacts      cause profiler; a last step cut short by the
 //!                             capture; untraced edges of the window
+//! D16 graph capture          cause graph_capture (one-off setup)
 //! D10 offload ping-pong       syncs/copies of same-size HtoD+DtoH round trips
 //! D5  blocking DtoH read      cause sync, the call waits for a DtoH copy
 //! D7  scalar HtoD copy        cause sync or inside the copy call, ≤ 16 B HtoD
 //! D9  synchronous copy        cause sync on another copy; non-Async copy/memset
 //! D6  explicit sync           cause sync, no copy involved
 //! D11 DataLoader stall        cause dataloader
+//! D16 first-call warm-up      host time in an operator's costly first call,
+//!                             or under a `Lazy Function Loading` record
+//! D13 untraced event wait     cause queued, the stream waits on an event no
+//!                             recorded work signals
 //! D14 runtime outliers        inside an allocator call or an outlier call;
-//!                             queued work on an idle device after its launch
+//!                             cause queued (work held by nothing in the trace)
 //! D8  pageable copies         inside a copy call from/to pageable memory
 //! D4  per-parameter loop      inside a zero_grad / optimizer range that loops
 //! D3  small serial kernels    inside a run of short kernels
 //! D2  CPU-bound               cause cpu_op / framework_overhead, the rest
 //! ```
 //!
-//! D12 (underfilled kernels) and D13 (cross-stream waits) are context: they
-//! are not about device idle time and claim nothing (`primary: false`).
+//! D12 (underfilled kernels), D13's cross-stream waits and D15 (exposed
+//! communication) are context: they are not about device idle time and
+//! claim nothing (`primary: false`).
+//!
+//! Findings rank by [`Finding::weight`]: the estimated saving, or for a
+//! primary finding whose saving the trace cannot estimate (the cause is
+//! outside the trace, one-off setup or warm-up), the idle time it claims.
 //!
 //! # Savings
 //!
@@ -48,6 +58,8 @@ mod cpu_bound;
 mod d2h_read;
 mod dataloader;
 mod explicit_sync;
+mod exposed_comm;
+mod graph_capture;
 mod offload;
 mod pageable;
 mod param_loop;
@@ -57,6 +69,8 @@ mod small_kernels;
 mod stream_wait;
 mod sync_copy;
 mod underfilled;
+mod untraced_wait;
+mod warmup;
 
 mod shared;
 
@@ -94,6 +108,11 @@ pub struct Finding {
     /// What the fix should save, from the what-if replay, capped at
     /// `explained_ns`; 0 when not estimable.
     pub est_savings_ns: Ns,
+    /// False when the trace cannot say what the fix saves (the cause is
+    /// outside the trace, one-off setup or warm-up, a collection artifact,
+    /// context): `est_savings_ns` is then 0 and means "unknown".
+    #[serde(default = "yes")]
+    pub estimable: bool,
     /// Whether `idle_ns` is an exclusive claim on device idle time (false
     /// for context findings such as underfilled kernels).
     pub primary: bool,
@@ -158,18 +177,22 @@ pub fn detect_device(
     let mut claims = vec![false; cx.pieces.len()];
     let mut drafts = Vec::new();
     drafts.extend(artifacts::detect(&cx, &mut claims));
+    drafts.extend(graph_capture::detect(&cx, &mut claims));
     drafts.extend(offload::detect(&cx, &mut claims));
     drafts.extend(d2h_read::detect(&cx, &mut claims));
     drafts.extend(scalar_h2d::detect(&cx, &mut claims));
     drafts.extend(sync_copy::detect(&cx, &mut claims));
     drafts.extend(explicit_sync::detect(&cx, &mut claims));
     drafts.extend(dataloader::detect(&cx, &mut claims));
+    drafts.extend(warmup::detect(&cx, &mut claims));
+    drafts.extend(untraced_wait::detect(&cx, &mut claims));
     drafts.extend(runtime_outliers::detect(&cx, &mut claims));
     drafts.extend(pageable::detect(&cx, &mut claims));
     drafts.extend(param_loop::detect(&cx, &mut claims));
     drafts.extend(small_kernels::detect(&cx, &mut claims));
     drafts.extend(cpu_bound::detect(&cx, &mut claims));
     drafts.extend(underfilled::detect(&cx));
+    drafts.extend(exposed_comm::detect(&cx));
     drafts.extend(stream_wait::detect(&cx));
     let savings = cx.all_savings(&drafts);
     drafts
@@ -179,11 +202,28 @@ pub fn detect_device(
         .collect()
 }
 
-/// Sorts findings by estimated savings, then explained time, then id.
+fn yes() -> bool {
+    true
+}
+
+impl Finding {
+    /// What ranks the finding: its estimated saving, or, when the trace
+    /// cannot estimate one, the idle time it claims (the most its cause
+    /// could be costing); 0 for context findings.
+    pub fn weight(&self) -> Ns {
+        match (self.estimable, self.primary) {
+            (true, _) => self.est_savings_ns,
+            (false, true) => self.idle_ns,
+            (false, false) => 0,
+        }
+    }
+}
+
+/// Sorts findings by [`Finding::weight`], then explained time, then id.
 pub fn rank(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
-        (b.est_savings_ns, b.explained_ns, b.idle_ns)
-            .cmp(&(a.est_savings_ns, a.explained_ns, a.idle_ns))
+        (b.weight(), b.explained_ns, b.idle_ns)
+            .cmp(&(a.weight(), a.explained_ns, a.idle_ns))
             .then_with(|| (a.device, &a.id, &a.operator).cmp(&(b.device, &b.id, &b.operator)))
     });
 }

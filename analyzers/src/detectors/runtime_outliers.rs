@@ -17,7 +17,7 @@
 //! µs          0    10 12 14                  214
 //! stream 7    [k1..]                         [k2....]      nothing else runs
 //! thread 1    [L1]  [L2]                                   L2 returned at 14
-//! piece             [........................]             launch_delay_outliers
+//! piece                   [..................]             queued: launch_delay_outliers
 //! ```
 //!
 //! Three findings, claimed in this order from the pieces no earlier
@@ -43,23 +43,21 @@
 //!   [`MIN_SAMPLES`] calls has no usual duration to compare with: the floor
 //!   alone decides, as in HTA. Synchronize calls are D5/D6/D9's and copies
 //!   D8/D9's: neither is cut as a slow call.
-//! - `launch_delay_outliers`: the device is idle from the moment a launch
-//!   call returned until the work it launched starts, for longer than
-//!   [`LAUNCH_DELAY_FLOOR_NS`] (HTA's `launch_delay_cutoff`, 100 µs) and
-//!   the same robust rule over the queued-idle times of the launches of the
-//!   same API. Only the *idle* part of a launch delay counts (ours): delay
-//!   spent behind busy work is the GPU being busy. The claimed pieces are
-//!   the `launch_overhead` ones before the work; segments are cut at the
-//!   launch call's start, so a claimed piece also holds the call itself
-//!   (under 50 µs, or it would be a slow call). Kernels replayed from one
-//!   `cudaGraphLaunch` count once, for the graph's first row.
+//! - `launch_delay_outliers`: the pieces of cause `queued` (launched work
+//!   that did not start within [`QUEUED_AFTER_NS`](crate::segments::QUEUED_AFTER_NS)
+//!   on an idle device, HTA's `launch_delay_cutoff`) that no stream wait
+//!   explains (D13's `untraced_event_wait` claims those first), one
+//!   finding per launching API. Only the *idle* part of a launch delay
+//!   counts: delay spent behind busy work is the GPU being busy.
 //!
 //! Attribution: the operator that made the call (its outermost operator,
-//! annotation and source), the one with the most idle time. Savings:
-//! allocator calls are replayed away (a warm allocator does not call the
-//! driver), slow calls are replayed at their API's median length; launch
-//! delays are not estimable (nothing in the trace says what held the
-//! queued work, so the replay has no edge to shorten) and report 0.
+//! annotation and source), the one with the most idle time; none for
+//! launch delays (nothing in the trace held the work; the hint names where
+//! it was launched). Savings: allocator calls are replayed away (a warm
+//! allocator does not call the driver), slow calls are replayed at their
+//! API's median length; launch delays are not estimable (nothing in the
+//! trace says what held the queued work, so the replay has no edge to
+//! shorten) and report 0.
 
 use super::shared::blame::{Blame, BlameRows, NameKey};
 use super::{CallClass, Cx, Draft, MAX_EVIDENCE, MAX_GROUPS, NOISE_NS, SLOW_CALL_NS};
@@ -72,9 +70,6 @@ use std::collections::HashMap;
 /// No runtime call shorter than this is an outlier (HTA's
 /// `runtime_cutoff`, 50 µs).
 pub const RUNTIME_FLOOR_NS: Ns = SLOW_CALL_NS;
-/// No queued-idle launch delay shorter than this is an outlier (HTA's
-/// `launch_delay_cutoff`, 100 µs).
-pub const LAUNCH_DELAY_FLOOR_NS: Ns = 100_000;
 /// Outlier distance from the median in scaled MADs (Leys et al. 2013
 /// recommend 3 as "very conservative").
 pub const MAD_K: f64 = 3.0;
@@ -215,42 +210,52 @@ fn allocator_calls(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     let blame = call_blame(cx, &calls);
     let place = cx.where_(&blame.0, &blame.2);
     let per_step = duration(idle / cx.n_steps());
-    let mut parts: Vec<(Ns, &str)> = vec![
+    let conf = cx.platform.alloc_conf();
+    let mut parts: Vec<(Ns, String)> = vec![
         (
             frees,
-            "Device frees inside the step mean the caching allocator is giving memory back: \
-             `torch.cuda.empty_cache()` in the loop, or an allocation that failed under memory \
-             pressure made it free its cached blocks and retry (fragmentation; \
-             `torch.cuda.memory_stats()[\"num_alloc_retries\"]` counts these). Remove \
-             `empty_cache()` from the loop and set \
-             `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` so segments grow instead of \
-             fragmenting.",
+            format!(
+                "Device frees inside the step mean the caching allocator is giving memory back: \
+                 `torch.cuda.empty_cache()` in the loop, or an allocation that failed under memory \
+                 pressure made it free its cached blocks and retry (fragmentation; \
+                 `torch.cuda.memory_stats()[\"num_alloc_retries\"]` counts these). Remove \
+                 `empty_cache()` from the loop and set `{conf}=expandable_segments:True` so \
+                 segments grow instead of fragmenting."
+            ),
         ),
         (
             mallocs,
-            "Device allocations inside the step mean the caching allocator is still growing: \
-             run one warm-up step with the largest input shape before profiling, keep input \
-             shapes stable (pad variable lengths to a few buckets), and consider \
-             `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`.",
+            format!(
+                "Device allocations inside the step mean the caching allocator is still growing: \
+                 run one warm-up step with the largest input shape before profiling, keep input \
+                 shapes stable (pad variable lengths to a few buckets), and consider \
+                 `{conf}=expandable_segments:True`."
+            ),
         ),
         (
             host,
             "Pinned host buffers are allocated per copy (`tensor.pin_memory()` in the loop): \
              allocate them once and reuse them, or let `DataLoader(pin_memory=True)` pin \
-             batches in its own thread.",
+             batches in its own thread."
+                .to_string(),
         ),
     ];
     parts.retain(|p| p.0 > 0);
     parts.sort_by_key(|p| std::cmp::Reverse(p.0));
-    let advice: Vec<&str> = parts.iter().map(|p| p.1).collect();
+    let advice: Vec<&str> = parts.iter().map(|p| p.1.as_str()).collect();
+    let inside = if cx.steps.is_empty() {
+        "in the window"
+    } else {
+        "inside the steps"
+    };
     let title = format!(
-        "{} allocator calls ({main_api}, ...) inside the steps leave the GPU idle {}",
+        "{} allocator calls ({main_api}, ...) {inside} leave the GPU idle {}",
         calls.len(),
         duration(idle)
     );
     let hint = format!(
-        "{place} calls the CUDA allocator ({main_api}) inside the step, {per_step} idle per \
-         step. {}",
+        "{place} calls the {} allocator ({main_api}) {inside}, {per_step} idle per step. {}",
+        cx.platform.name(),
         advice.join(" ")
     );
     let mut d = Draft::new("D14", "allocator_calls_in_step", title, hint);
@@ -359,10 +364,13 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         let bare = api_name(&api);
         let advice = if is_launch_api(bare) {
             let graph = if bare.contains("GraphLaunch") {
-                " The first replay of a CUDA graph also uploads it: replay it once (or call \
-                 `graph.upload()`) before the loop."
+                format!(
+                    " The first replay of a {} graph also uploads it: replay it once (or call \
+                     `graph.upload()`) before the loop.",
+                    cx.platform.name()
+                )
             } else {
-                ""
+                String::new()
             };
             format!(
                 "A launch is normally 5–20 µs of CPU work; a long one means the launching \
@@ -371,14 +379,17 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                  `OMP_NUM_THREADS`, pin the process with `taskset` or `numactl`), profiler \
                  overhead (`with_stack=True` and `record_shapes=True` slow every call: compare \
                  with an unprofiled step), and first launches under lazy module loading (warm \
-                 up before profiling, or set `CUDA_MODULE_LOADING=EAGER`).{graph}"
+                 up before profiling, or set {}).{graph}",
+                cx.platform.eager_loading()
             )
         } else {
-            "Creating streams or events, querying device properties or kernel attributes, \
-             and the first CUDA call of a process (context creation) are slow: create CUDA \
-             objects once outside the loop, move queries out of the step, and run a warm-up \
-             step before profiling."
-                .to_string()
+            format!(
+                "Creating streams or events, querying device properties or kernel attributes, \
+                 and the first {0} call of a process (context creation) are slow: create {0} \
+                 objects once outside the loop, move queries out of the step, and run a warm-up \
+                 step before profiling.",
+                cx.platform.name()
+            )
         };
         let hint = format!(
             "{place} makes `{api}` calls that take up to {} ({usual_text}) while the GPU waits, \
@@ -407,94 +418,45 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
 }
 
 /// One launch whose work waited in the queue on an idle device.
-struct Delayed {
+struct Held {
     row: GpuRow,
     call: CallRow,
-    /// Idle pieces from the call to the work, latest first.
+    /// Its `queued` pieces.
     pieces: Vec<usize>,
-    /// The idle part after the call returned.
-    queued: Ns,
+}
+
+/// The `queued` pieces no earlier detector claimed, per GPU row they held
+/// back (the row that starts when each piece ends), in time order.
+pub(super) fn held_rows(cx: &Cx, claims: &[bool]) -> Vec<(GpuRow, Vec<usize>)> {
+    let mut out: Vec<(GpuRow, Vec<usize>)> = Vec::new();
+    for (i, p) in cx.pieces.iter().enumerate() {
+        if claims[i] || p.seg.cause != Cause::Queued {
+            continue;
+        }
+        let Some(row) = cx.next_row(p.end) else {
+            continue;
+        };
+        match out.last_mut() {
+            Some((r, v)) if *r == row => v.push(i),
+            _ => out.push((row, vec![i])),
+        }
+    }
+    out
 }
 
 fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let t = cx.trace;
-    let (g, rt) = (&t.gpu, &t.runtime);
-    let (ws, we) = cx.window;
-    let ps = &cx.pieces;
-    let mut used = vec![false; ps.len()];
-    let mut found: Vec<Delayed> = Vec::new();
-    for k in 0..g.len() {
-        if g.device[k] != cx.device || !g.is_busy(k) || g.start[k] <= ws || g.start[k] > we {
-            continue;
-        }
-        let Some(call) = t.links.gpu_launch[k] else {
-            continue;
-        };
-        // Graph replays: only the graph's first row waited for the launch.
-        let row = GpuRow::new(k);
-        if t.links.runtime_gpu_count[call.index()] > 1 && cx.call_gpu[call.index()] != Some(row) {
-            continue;
-        }
-        let start = g.start[k];
-        let ret = rt.end[call.index()];
-        if ret >= start {
-            continue;
-        }
-        let j = ps.partition_point(|p| p.end < start);
-        if j >= ps.len() || ps[j].end != start || used[j] {
-            continue;
-        }
-        let mut pieces = Vec::new();
-        let mut queued = 0;
-        let mut i = j;
-        loop {
-            let p = &ps[i];
-            if claims[i]
-                || used[i]
-                || p.seg.cause != Cause::LaunchOverhead
-                || p.class.is_some()
-                || p.end <= ret
-            {
-                break;
-            }
-            pieces.push(i);
-            queued += p.end - p.start.max(ret);
-            if p.start <= ret || i == 0 || ps[i - 1].end != p.start {
-                break;
-            }
-            i -= 1;
-        }
-        if pieces.is_empty() {
-            continue;
-        }
-        for &i in &pieces {
-            used[i] = true;
-        }
-        found.push(Delayed {
-            row,
-            call,
-            pieces,
-            queued,
-        });
-    }
-    // The usual queued-idle time per launching API.
-    let mut samples: HashMap<StrId, Vec<Ns>> = HashMap::new();
-    for d in &found {
-        samples.entry(rt.name[d.call.index()]).or_default().push(d.queued);
-    }
-    let usual_of: HashMap<StrId, Usual> = samples
+    let rt = &t.runtime;
+    let found: Vec<Held> = held_rows(cx, claims)
         .into_iter()
-        .map(|(k, mut v)| (k, usual(&mut v, LAUNCH_DELAY_FLOOR_NS)))
+        .filter_map(|(row, pieces)| t.links.gpu_launch[row.index()].map(|call| Held { row, call, pieces }))
         .collect();
-    let mut by: HashMap<StrId, Vec<&Delayed>> = HashMap::new();
+    let mut by: HashMap<StrId, Vec<&Held>> = HashMap::new();
     for d in &found {
-        let name = rt.name[d.call.index()];
-        if d.queued > usual_of[&name].threshold {
-            by.entry(name).or_default().push(d);
-        }
+        by.entry(rt.name[d.call.index()]).or_default().push(d);
     }
-    let weight = |ds: &Vec<&Delayed>| -> Ns { ds.iter().map(|d| cx.total(&d.pieces)).sum() };
-    let mut groups: Vec<(StrId, Vec<&Delayed>)> = by.into_iter().collect();
+    let weight = |ds: &Vec<&Held>| -> Ns { ds.iter().map(|d| cx.total(&d.pieces)).sum() };
+    let mut groups: Vec<(StrId, Vec<&Held>)> = by.into_iter().collect();
     groups.sort_by_key(|(k, ds)| (std::cmp::Reverse(weight(ds)), *k));
     let mut out = Vec::new();
     for (name, ds) in groups.into_iter().take(MAX_GROUPS) {
@@ -504,41 +466,56 @@ fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             claims[i] = true;
         }
         let idle = cx.total(&pieces);
-        let queued: Ns = ds.iter().map(|d| d.queued).sum();
-        let longest = ds.iter().map(|d| d.queued).max().unwrap_or(0);
+        let longest = ds.iter().map(|d| cx.total(&d.pieces)).max().unwrap_or(0);
         let api = t.strings.get(name).to_string();
-        let calls: Vec<(CallRow, Ns)> = ds.iter().map(|d| (d.call, cx.total(&d.pieces))).collect();
-        let blame = call_blame(cx, &calls);
-        let place = cx.where_(&blame.0, &blame.2);
+        let first = ds
+            .iter()
+            .max_by_key(|d| (cx.total(&d.pieces), std::cmp::Reverse(d.row)))
+            .expect("a group has rows");
+        let what: String = t
+            .strings
+            .get(t.gpu.name[first.row.index()])
+            .chars()
+            .take(80)
+            .collect();
+        let (op, _, src) = cx.launch_blame(first.row);
+        let launched_by = match (op, src) {
+            (Some(o), Some(s)) => format!(" (launched by `{o}` at {s})"),
+            (Some(o), None) => format!(" (launched by `{o}`)"),
+            (None, Some(s)) => format!(" (launched at {s})"),
+            (None, None) => String::new(),
+        };
+        let p = cx.platform;
         let title = format!(
-            "Work launched with `{api}` waited in the queue on an idle GPU {} ({} in total, up \
-             to {})",
+            "Work launched with `{api}` sat queued on an idle GPU {} ({} in total, up to {}), held by \
+             nothing in the trace",
             times(ds.len()),
-            duration(queued),
+            duration(idle),
             duration(longest)
         );
         let hint = format!(
-            "Work launched by {place} sat queued for up to {} after `{api}` returned while \
-             nothing ran on the GPU ({} idle per step); normally it starts within a few \
-             microseconds. Nothing in the trace holds it, so look outside: another process or \
-             container sharing this GPU (check `nvidia-smi`, MPS or time-slicing), a stream \
-             waiting for an event of another device or for a host callback \
-             (`cudaLaunchHostFunc`), profiler buffer flushes, or GPU work missing from the trace \
-             (a sampled or truncated trace, events Kineto dropped when its buffers filled). \
-             Profile again with the GPU to yourself; if the delay stays, check what the stream \
-             waits on.",
+            "`{what}`{launched_by} was queued when `{api}` returned, the GPU had nothing else to \
+             run, yet it started {} later; launched work normally starts within a few \
+             microseconds. Nothing the host did held it, so the cause is outside the trace: a \
+             stream waiting on an event of another process, device or stream that is not \
+             recorded, another process or container running on this GPU (check {}), a host \
+             callback (`{}`) on the stream, or GPU work missing from the trace (a sampled or \
+             truncated trace, events dropped when the profiler's buffers filled). Profile again \
+             with the GPU to yourself and with every stream and process recorded.",
             duration(longest),
-            duration(idle / cx.n_steps())
+            p.process_list(),
+            p.api("cudaLaunchHostFunc"),
         );
         let mut d = Draft::new("D14", "launch_delay_outliers", title, hint);
         d.occurrences = ds.len() as u64;
         d.estimable = false;
+        // Nothing in the trace held the work: no operator is to blame.
+        d.blame = Some((None, None, None));
         for x in ds.iter().take(MAX_EVIDENCE / 2) {
             d.evidence.push(cx.runtime_evidence(x.call));
             d.evidence.push(cx.gpu_evidence(x.row));
         }
         d.pieces = pieces;
-        d.blame = Some(blame);
         out.push(d);
     }
     out

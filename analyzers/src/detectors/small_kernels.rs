@@ -89,10 +89,11 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             "{who} launches {kernels} kernels averaging {} each, and the GPU waits for the CPU \
              between them ({} idle per step). Fuse them with `torch.compile(model)`, use the \
              multi-tensor (`foreach=True`) or `fused=True` variants where they exist, or capture \
-             the region with CUDA Graphs (`torch.compile(mode=\"reduce-overhead\")` or \
+             the region with {} graphs (`torch.compile(mode=\"reduce-overhead\")` or \
              `torch.cuda.graphs`) so it is launched once.",
             duration(busy / kernels.max(1) as Ns),
-            duration(idle / cx.n_steps())
+            duration(idle / cx.n_steps()),
+            cx.platform.name()
         );
         let mut d = Draft::new("D3", "small_kernel_launches", title, hint);
         d.occurrences = kernels as u64;

@@ -42,11 +42,12 @@
 //! device idle time: `explained_ns` is the waiting time, `idle_ns` the part
 //! of it when the whole device was idle, and the saving is not estimable
 //! (it depends on whether the producer can start earlier or be split).
+//! Waits of several streams at once count the device idle under them once.
 //! Attribution: the operator that launched the producer.
 
 use super::{Cx, Draft, Evidence, MAX_EVIDENCE, NOISE_NS};
 use crate::format::{duration, times};
-use crate::names::{is_communication_name, is_wait_api, is_wait_record_name};
+use crate::names::{is_wait_api, is_wait_record_name};
 use gapscope_collectors::trace::{CallRow, GpuKind, GpuRow, Ns, StrId};
 use std::collections::{HashMap, HashSet};
 
@@ -62,14 +63,15 @@ pub const PRODUCER_SLACK_NS: Ns = 20_000;
 const LOOKAHEAD: usize = 64;
 
 /// One stream told to wait, and when.
-struct Wait {
-    stream: i64,
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Wait {
+    pub stream: i64,
     /// The wait call (`runtime` row); `None` for a record without one.
-    call: Option<CallRow>,
+    pub call: Option<CallRow>,
     /// The sync record (`gpu` row), if any.
-    record: Option<GpuRow>,
+    pub record: Option<GpuRow>,
     /// When the wait was issued: the call's end, else the record's start.
-    at: Ns,
+    pub at: Ns,
 }
 
 /// One consumer that waited, and on what.
@@ -80,25 +82,19 @@ struct Waited {
     wait: Wait,
 }
 
-pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
+/// Every stream wait of the device inside the window: from `Stream Wait
+/// Event` records, and from wait calls without a record.
+pub(super) fn waits(cx: &Cx) -> Vec<Wait> {
     let t = cx.trace;
     let (g, rt) = (&t.gpu, &t.runtime);
     let (ws, we) = cx.window;
-    let mut per_stream: HashMap<i64, Vec<GpuRow>> = HashMap::new();
-    let mut by_end: Vec<GpuRow> = Vec::new();
     let mut waits: Vec<Wait> = Vec::new();
     let mut recorded: HashSet<CallRow> = HashSet::new();
     for i in 0..g.len() {
         if g.device[i] != cx.device || g.start[i] >= we || g.end[i] <= ws {
             continue;
         }
-        if g.is_busy(i) {
-            per_stream.entry(g.stream[i]).or_default().push(GpuRow::new(i));
-            by_end.push(GpuRow::new(i));
-        } else if g.kind[i] == GpuKind::Sync
-            && g.stream[i] >= 0
-            && is_wait_record_name(t.strings.get(g.name[i]))
-        {
+        if g.kind[i] == GpuKind::Sync && g.stream[i] >= 0 && is_wait_record_name(t.strings.get(g.name[i])) {
             let call = t.links.gpu_launch[i];
             if let Some(c) = call {
                 recorded.insert(c);
@@ -112,6 +108,25 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
         }
     }
     waits.extend(unrecorded_waits(cx, &recorded));
+    waits
+}
+
+pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
+    let t = cx.trace;
+    let g = &t.gpu;
+    let (ws, we) = cx.window;
+    let mut per_stream: HashMap<i64, Vec<GpuRow>> = HashMap::new();
+    let mut by_end: Vec<GpuRow> = Vec::new();
+    for i in 0..g.len() {
+        if g.device[i] != cx.device || g.start[i] >= we || g.end[i] <= ws {
+            continue;
+        }
+        if g.is_busy(i) {
+            per_stream.entry(g.stream[i]).or_default().push(GpuRow::new(i));
+            by_end.push(GpuRow::new(i));
+        }
+    }
+    let waits = waits(cx);
     if waits.is_empty() {
         return Vec::new();
     }
@@ -151,9 +166,8 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
             wait: w,
         });
     }
-    let (comm, other): (Vec<Waited>, Vec<Waited>) = found
-        .into_iter()
-        .partition(|x| is_communication_name(t.strings.get(g.name[x.producer.index()])));
+    let (comm, other): (Vec<Waited>, Vec<Waited>) =
+        found.into_iter().partition(|x| cx.comm[x.producer.index()]);
     [draft(cx, comm, true), draft(cx, other, false)]
         .into_iter()
         .flatten()
@@ -232,7 +246,10 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
     let t = cx.trace;
     let g = &t.gpu;
     let waited: Ns = found.iter().map(|x| x.span.1 - x.span.0).sum();
-    let idle: Ns = found.iter().map(|x| idle_within(cx, x.span)).sum();
+    // Waits of several streams overlap in time; the device's idle time
+    // under them counts once.
+    let spans = crate::intervals::union(found.iter().map(|x| x.span).collect());
+    let idle: Ns = spans.iter().map(|&s| idle_within(cx, s)).sum();
     // The heaviest (waiting stream, producer stream, producer name).
     let mut by: HashMap<(i64, i64, u32), Ns> = HashMap::new();
     for x in &found {

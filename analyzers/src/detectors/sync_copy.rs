@@ -26,7 +26,7 @@ use crate::causes::Cause;
 use crate::format::duration;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
-    let groups = cx.site_groups(claims, |p| {
+    let groups = cx.site_groups(claims, false, |p| {
         (p.seg.cause == Cause::Sync && p.blocking.is_some_and(|b| cx.sync_kind(b).0 == SyncKind::Copy))
             || (p.seg.cause != Cause::Sync && p.class == Some(CallClass::SyncCopy))
     });
@@ -44,8 +44,10 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 "Copies at {place} block the CPU until they finish, {} idle per step. Issue them \
                  with `non_blocking=True` from pinned memory (`tensor.pin_memory()` once, or \
                  `DataLoader(pin_memory=True)`) and synchronize once, only where the result is \
-                 used on the host; use `cudaMemcpyAsync` / `cudaMemsetAsync` in extensions.",
-                duration(g.idle_ns / cx.n_steps())
+                 used on the host; use `{}` / `{}` in extensions.",
+                duration(g.idle_ns / cx.n_steps()),
+                cx.platform.api("cudaMemcpyAsync"),
+                cx.platform.api("cudaMemsetAsync")
             );
             cx.sync_draft(g, "D9", "synchronous_copy", title, hint)
         })

@@ -1,24 +1,30 @@
 //! D12, active-but-underfilled GPU (context): kernels whose grid has fewer
-//! blocks than the GPU has SMs leave most of the GPU unused while it counts
-//! as busy (notes/detectors.md D12; the TensorBoard plugin's "blocks per SM
+//! blocks than the GPU has SMs leave SMs unused while the GPU counts as
+//! busy (notes/detectors.md D12; the TensorBoard plugin's "blocks per SM
 //! < 1" tooltip).
 //!
 //! ```text
-//! H100, 132 SMs     kernel grid (8, 1, 1) = 8 blocks: 8 / 132 SMs busy
+//! H100, 132 SMs     kernel grid (8, 1, 1)   = 8 blocks:   124 of 132 SMs idle
+//!                   kernel grid (120, 1, 1) = 120 blocks:  12 of 132 SMs idle
 //! ```
 //!
-//! Evidence: kernels with a known grid and fewer blocks than the device's
-//! SM count (the trace must give both). Threshold: they take at least
-//! [`MIN_SHARE`] of the device's kernel time (ours: below that they do not
-//! change the picture). Not idle time and not estimable from a timeline:
-//! `idle_ns`, `explained_ns` and `est_savings_ns` are 0.
+//! Evidence: compute kernels with a known grid and fewer blocks than the
+//! device's SM count (the trace must give both). Collective kernels are
+//! left out: they use few blocks by design, the interconnect being their
+//! limit. Each kernel leaves `1 − blocks / SMs` of the GPU unused for its
+//! duration; the finding is reported when that unused SM time is at least
+//! [`MIN_SHARE`] of the device's kernel time (ours: below it the picture
+//! does not change). A 120-block kernel on 132 SMs uses 91 % of them and
+//! weighs a tenth of an 8-block one. Not idle time and not estimable from a
+//! timeline: `idle_ns`, `explained_ns` and `est_savings_ns` are 0.
 
 use super::{Cx, Draft};
 use crate::format::{duration, percent_whole};
 use gapscope_collectors::trace::{GpuKind, GpuRow, Ns};
 use std::collections::HashMap;
 
-/// Share of kernel time in underfilled kernels to report them (ours).
+/// Share of kernel time left unused by underfilled kernels (their
+/// duration times the share of SMs they leave idle) to report them (ours).
 pub const MIN_SHARE: f64 = 0.10;
 
 pub(super) fn detect(cx: &Cx) -> Option<Draft> {
@@ -29,44 +35,61 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
         .filter(|&n| n > 0)?;
     let g = &t.gpu;
     let (ws, we) = cx.window;
-    let (mut kernel_ns, mut small_ns, mut count) = (0 as Ns, 0 as Ns, 0u64);
-    let mut by_name: HashMap<u32, (Ns, GpuRow)> = HashMap::new();
+    let (mut kernel_ns, mut small_ns, mut unused_ns, mut count) = (0 as Ns, 0 as Ns, 0f64, 0u64);
+    let mut by_name: HashMap<u32, (f64, GpuRow)> = HashMap::new();
     for i in 0..g.len() {
         if g.device[i] != cx.device || g.kind[i] != GpuKind::Kernel || g.start[i] >= we || g.end[i] <= ws {
             continue;
         }
         kernel_ns += g.dur(i);
         let blocks = g.grid[i].iter().map(|&x| u64::from(x)).product::<u64>();
-        if blocks > 0 && blocks < u64::from(sms) {
-            small_ns += g.dur(i);
-            count += 1;
-            let e = by_name.entry(g.name[i].0).or_insert((0, GpuRow::new(i)));
-            e.0 += g.dur(i);
+        if cx.comm[i] || blocks == 0 || blocks >= u64::from(sms) {
+            continue;
         }
+        let idle_share = 1.0 - blocks as f64 / f64::from(sms);
+        small_ns += g.dur(i);
+        unused_ns += g.dur(i) as f64 * idle_share;
+        count += 1;
+        let e = by_name.entry(g.name[i].0).or_insert((0.0, GpuRow::new(i)));
+        e.0 += g.dur(i) as f64 * idle_share;
     }
-    if count == 0 || (small_ns as f64) < MIN_SHARE * kernel_ns as f64 {
+    if count == 0 || unused_ns < MIN_SHARE * kernel_ns as f64 {
         return None;
     }
-    let (_, &(ns, row)) = by_name
+    let (_, &(_, row)) = by_name
         .iter()
-        .max_by_key(|(k, v)| (v.0, std::cmp::Reverse(**k)))?;
+        .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0).then_with(|| b.0.cmp(a.0)))?;
     let r = row.index();
     let kname = t.strings.get(g.name[r]);
     let short: String = kname.chars().take(80).collect();
     let blocks: u64 = g.grid[r].iter().map(|&x| u64::from(x)).product();
+    let ns: Ns = (0..g.len())
+        .filter(|&i| g.device[i] == cx.device && g.name[i] == g.name[r] && g.start[i] < we && g.end[i] > ws)
+        .map(|i| g.dur(i))
+        .sum();
+    let idle_sms = u64::from(sms) - blocks;
+    let sm = cx.platform.sm();
+    let how_many = if 2 * blocks < u64::from(sms) {
+        format!("most {sm} sit unused")
+    } else {
+        format!("some {sm} sit unused")
+    };
     let mut d = Draft::new(
         "D12",
         "underfilled_kernels",
         format!(
-            "{count} kernels launch fewer blocks than the {sms} SMs ({} of kernel time)",
-            percent_whole(small_ns, kernel_ns)
+            "{count} kernels launch fewer blocks than the {sms} {sm} ({} of kernel time; {} of {sm} time unused)",
+            percent_whole(small_ns, kernel_ns),
+            percent_whole(unused_ns as Ns, kernel_ns)
         ),
         format!(
-            "`{short}` runs {blocks} blocks on a GPU with {sms} SMs ({} in total), so most SMs \
-             sit unused while the GPU counts as busy. Give each kernel more parallel work: a \
-             larger batch, fusing small operators (`torch.compile`), or batching independent \
-             small ops together; check the kernel with Nsight Compute.",
-            duration(ns)
+            "`{short}` runs {blocks} blocks on a GPU with {sms} {sm} ({} in total), so {idle_sms} \
+             {sm} ({}) get no block: {how_many} while the GPU counts as busy. Give each kernel \
+             more parallel work: a larger batch, fusing small operators (`torch.compile`), or \
+             batching independent small ops together; check the kernel's occupancy with {}.",
+            duration(ns),
+            percent_whole(idle_sms as Ns, Ns::from(sms)),
+            cx.platform.kernel_profiler()
         ),
     );
     d.occurrences = count;

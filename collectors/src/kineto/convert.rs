@@ -338,6 +338,13 @@ impl<'a> Converter<'a> {
         let mut call = RuntimeCall::new(thread, start, end, name, id(args.and_then(|a| a.correlation)));
         call.api = api;
         call.external_id = id(args.and_then(|a| a.external_id));
+        // Kept even when the call is not: its copy may be in the window.
+        if let Some(kind) = hip_copy_kind(
+            ev.name.as_deref().unwrap_or(""),
+            args.and_then(|a| a.kind.as_deref()),
+        ) {
+            self.builder.call_copy_kind(call.correlation, kind);
+        }
         if self.keeps(start, end, false) {
             self.builder.push_runtime(call);
         }
@@ -572,4 +579,21 @@ pub fn describe(ev: &RawEvent<'_>) -> String {
         raw(ev.ts.as_ref()),
         raw(ev.dur.as_ref())
     )
+}
+
+/// The direction a HIP copy call asked for, from its `kind` arg
+/// (`hipMemcpyKind`: 0 host to host, 1 host to device, 2 device to host, 3
+/// device to device; 4, `hipMemcpyDefault`, leaves it to the pointers and
+/// says nothing).
+fn hip_copy_kind(name: &str, kind: Option<&str>) -> Option<CopyKind> {
+    if !name.trim_start_matches('_').starts_with("hipMemcpy") {
+        return None;
+    }
+    match kind?.trim() {
+        "0" => Some(CopyKind::HtoH),
+        "1" => Some(CopyKind::HtoD),
+        "2" => Some(CopyKind::DtoH),
+        "3" => Some(CopyKind::DtoD),
+        _ => None,
+    }
 }

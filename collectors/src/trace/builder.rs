@@ -26,6 +26,9 @@ pub struct TraceBuilder {
     cpu_ops: CpuOpTable,
     markers: MarkerTable,
     origin: Option<Ns>,
+    /// Copy directions stated by launching calls, by correlation id: see
+    /// [`call_copy_kind`](Self::call_copy_kind).
+    call_copy: FxHashMap<u64, CopyKind>,
 }
 
 impl TraceBuilder {
@@ -103,6 +106,20 @@ impl TraceBuilder {
         self.markers.push(row);
     }
 
+    /// Records that the runtime call with `correlation` asked for a copy in
+    /// direction `kind` (whether or not the call itself is kept). The copy
+    /// with that correlation takes that direction when the trace is
+    /// finished: ROCm's tracer records a `hipMemcpyWithStream`
+    /// from device to host (its `kind` arg 2, `hipMemcpyDeviceToHost`) as
+    /// `Memcpy DtoD (Device -> Device)`, and host-to-device
+    /// `hipMemcpyAsync` calls likewise, while the call says what the code
+    /// asked for.
+    pub fn call_copy_kind(&mut self, correlation: u64, kind: CopyKind) {
+        if correlation != 0 {
+            self.call_copy.insert(correlation, kind);
+        }
+    }
+
     /// Number of rows of every kind so far.
     pub fn row_count(&self) -> usize {
         self.gpu.len() + self.runtime.len() + self.cpu_ops.len() + self.markers.len()
@@ -163,6 +180,7 @@ impl TraceBuilder {
             r.thread = t(r.thread);
             self.markers.push(r);
         }
+        self.call_copy.extend(other.call_copy);
         self.diagnostics.absorb(other.diagnostics);
         if let Some(o) = other.origin {
             self.origin = Some(self.origin.map_or(o, |m| m.min(o)));
@@ -211,6 +229,7 @@ impl TraceBuilder {
                 .counts
                 .insert("cpu_op_partial_overlap".into(), partial);
         }
+        self.apply_call_copy_kinds();
         let links = Links::build(&self.gpu, &self.runtime, &self.cpu_ops, &thread_start);
         Trace {
             meta: self.meta,
@@ -224,6 +243,40 @@ impl TraceBuilder {
             links,
             cpu_op_thread_start: thread_start,
             diagnostics: self.diagnostics,
+        }
+    }
+
+    /// Gives each copy the direction its launching call asked for (see
+    /// [`call_copy_kind`](Self::call_copy_kind)); a host side the record
+    /// called "Device" becomes unknown memory.
+    fn apply_call_copy_kinds(&mut self) {
+        if self.call_copy.is_empty() {
+            return;
+        }
+        let g = &mut self.gpu;
+        for i in 0..g.len() {
+            if g.kind[i] != GpuKind::Memcpy || g.correlation[i] == 0 {
+                continue;
+            }
+            // By correlation, not by link: the call may be outside a time
+            // window the importer kept while its copy is inside.
+            let Some(&kind) = self.call_copy.get(&g.correlation[i]) else {
+                continue;
+            };
+            if kind == g.copy_kind[i] {
+                continue;
+            }
+            g.copy_kind[i] = kind;
+            let host = |m: MemKind| if m == MemKind::Device { MemKind::Unknown } else { m };
+            match kind {
+                CopyKind::HtoD => g.src_mem[i] = host(g.src_mem[i]),
+                CopyKind::DtoH => g.dst_mem[i] = host(g.dst_mem[i]),
+                CopyKind::HtoH => {
+                    g.src_mem[i] = host(g.src_mem[i]);
+                    g.dst_mem[i] = host(g.dst_mem[i]);
+                }
+                _ => {}
+            }
         }
     }
 

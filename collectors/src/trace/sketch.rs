@@ -116,6 +116,16 @@ impl Sketch {
         self
     }
 
+    /// An operator with its input shapes (Kineto's `Input Dims`, as text).
+    pub fn op_shaped(&mut self, start: Ns, end: Ns, name: &str, shapes: &str) -> &mut Self {
+        let (n, sh) = (self.b.intern(name), self.b.intern(shapes));
+        let (s, e) = (self.ns(start), self.ns(end));
+        let mut op = CpuOp::new(self.thread, s, e, n, CpuOpKind::Operator);
+        op.shapes = sh;
+        self.b.push_cpu_op(op);
+        self
+    }
+
     /// `ProfilerStep#n`.
     pub fn step(&mut self, n: u64, start: Ns, end: Ns) -> &mut Self {
         self.op_as(start, end, &format!("ProfilerStep#{n}"), CpuOpKind::ProfilerStep)

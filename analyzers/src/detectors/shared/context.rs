@@ -8,6 +8,7 @@ use crate::attribution::OpContext;
 use crate::detectors::artifacts;
 use crate::evidence::DeviceEvidence;
 use crate::intervals::Span;
+use crate::platform::Platform;
 use crate::segments::IdleSegment;
 use crate::whatif::Replay;
 use crate::window::{Step, Window};
@@ -28,6 +29,13 @@ pub(crate) struct Cx<'a> {
     pub replay: Replay,
     /// The window's last step when the capture cut it short (D16).
     pub partial_last: Option<artifacts::PartialStep>,
+    /// CUDA or ROCm: the words hints use.
+    pub platform: Platform,
+    /// The device's busy GPU rows in start order.
+    pub busy: Vec<GpuRow>,
+    /// Per `gpu` row: a collective kernel
+    /// ([`collectives::communication_rows`](crate::collectives::communication_rows)).
+    pub comm: Vec<bool>,
 }
 
 impl<'a> Cx<'a> {
@@ -57,6 +65,9 @@ impl<'a> Cx<'a> {
             call_gpu,
             replay,
             partial_last: artifacts::partial_last_step(trace, device, &window.steps),
+            platform: Platform::of(trace),
+            busy: crate::gaps::busy_rows(trace, device),
+            comm: crate::collectives::communication_rows(trace),
         };
         cx.pieces = cx.cut(segs);
         cx
@@ -77,5 +88,34 @@ impl<'a> Cx<'a> {
 
     pub fn window_ns(&self) -> Ns {
         self.window.1 - self.window.0
+    }
+
+    /// The busy row that starts when the device becomes busy again at or
+    /// after `t` (the end of a gap), preferring one with a known launch,
+    /// the earliest launched; none when nothing starts after `t`.
+    pub fn next_row(&self, t: Ns) -> Option<GpuRow> {
+        let g = &self.trace.gpu;
+        let k = self.busy.partition_point(|&r| g.start[r.index()] < t);
+        let first = *self.busy.get(k)?;
+        let at = g.start[first.index()];
+        let launch_start = |r: GpuRow| {
+            self.trace.links.gpu_launch[r.index()].map_or(Ns::MAX, |c| self.trace.runtime.start[c.index()])
+        };
+        self.busy[k..]
+            .iter()
+            .take_while(|&&r| g.start[r.index()] == at)
+            .copied()
+            .min_by_key(|&r| launch_start(r))
+    }
+
+    /// Whether GPU work follows the gap of piece `i` (anything starts on
+    /// the device after it). A read after which nothing runs waits for the
+    /// final result: removing the wait lets no GPU work start earlier.
+    pub fn followed_by_work(&self, i: usize) -> bool {
+        let mut j = i;
+        while j + 1 < self.pieces.len() && self.pieces[j + 1].start == self.pieces[j].end {
+            j += 1;
+        }
+        self.next_row(self.pieces[j].end).is_some()
     }
 }

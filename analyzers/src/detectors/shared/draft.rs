@@ -134,6 +134,7 @@ impl Cx<'_> {
             idle_ns,
             explained_ns,
             est_savings_ns,
+            estimable: d.estimable,
             primary: d.primary,
             operator,
             annotation,

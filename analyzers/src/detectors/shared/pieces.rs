@@ -62,33 +62,45 @@ impl Piece {
 }
 
 impl Cx<'_> {
-    /// Cuts segments at the edges of the calls of interest.
+    /// Cuts segments at the edges of the calls of interest and of lazy
+    /// kernel loading (D16's warm-up claims exactly the time under it).
+    /// No call explains time once the next work is queued, nor graph setup
+    /// or profiler time: those pieces carry no call.
     pub(crate) fn cut(&self, segs: &[IdleSegment]) -> Vec<Piece> {
         let calls = self.calls_of_interest();
+        let segs = split_at(segs, &self.ev.lazy_loading);
         let mut out = Vec::with_capacity(segs.len());
         let mut k = 0;
-        for seg in segs {
+        for seg in &segs {
             while k < calls.len() && calls[k].1 <= seg.start {
                 k += 1;
             }
+            if matches!(seg.cause, Cause::GraphCapture | Cause::Profiler) || seg.start >= seg.queued_from {
+                out.push(self.piece(seg, seg.start, seg.end, None, None));
+                continue;
+            }
+            let host_end = seg.end.min(seg.queued_from);
             let mut at = seg.start;
             let mut j = k;
-            while at < seg.end {
+            while at < host_end {
                 let (call, class, until) = match calls.get(j) {
-                    Some(&(s, e, c, cl)) if s < seg.end => {
+                    Some(&(s, e, c, cl)) if s < host_end => {
                         if s > at {
                             (None, None, s)
                         } else {
                             j += 1;
-                            (Some(c), Some(cl), e.min(seg.end))
+                            (Some(c), Some(cl), e.min(host_end))
                         }
                     }
-                    _ => (None, None, seg.end),
+                    _ => (None, None, host_end),
                 };
                 if until > at {
                     out.push(self.piece(seg, at, until, call, class));
                 }
                 at = until.max(at);
+            }
+            if host_end < seg.end {
+                out.push(self.piece(seg, host_end, seg.end, None, None));
             }
         }
         out
@@ -224,4 +236,30 @@ impl Cx<'_> {
         }
         None
     }
+}
+
+/// `segs` split at the edges of the sorted, disjoint `spans`.
+fn split_at(segs: &[IdleSegment], spans: &[(Ns, Ns)]) -> Vec<IdleSegment> {
+    if spans.is_empty() {
+        return segs.to_vec();
+    }
+    let mut out = Vec::with_capacity(segs.len());
+    for seg in segs {
+        let first = spans.partition_point(|s| s.1 <= seg.start);
+        let mut at = seg.start;
+        for &(s, e) in spans[first..].iter().take_while(|s| s.0 < seg.end) {
+            for edge in [s, e] {
+                if edge > at && edge < seg.end {
+                    out.push(IdleSegment {
+                        start: at,
+                        end: edge,
+                        ..*seg
+                    });
+                    at = edge;
+                }
+            }
+        }
+        out.push(IdleSegment { start: at, ..*seg });
+    }
+    out
 }

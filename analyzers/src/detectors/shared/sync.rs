@@ -56,14 +56,24 @@ impl Cx<'_> {
 
     /// Claims the pieces `pred` accepts, groups them by call site, and
     /// keeps the groups of at least [`NOISE_NS`] (releasing the others).
-    pub fn site_groups(&self, claims: &mut [bool], pred: impl Fn(&Piece) -> bool) -> Vec<SiteGroup> {
+    ///
+    /// With `drain`, a group's drain after its syncs
+    /// ([`drain_after`](Self::drain_after)) counts toward that floor: a
+    /// read whose own wait is short can still leave the GPU empty for long.
+    pub fn site_groups(
+        &self,
+        claims: &mut [bool],
+        drain: bool,
+        pred: impl Fn(&Piece) -> bool,
+    ) -> Vec<SiteGroup> {
         let taken = self.take(claims, pred);
         let mut all = self.groups_all(taken, |p| self.site(p));
         let mut out = Vec::new();
         for (n, (_, pieces)) in all.drain(..).enumerate() {
             let idle_ns = self.total(&pieces);
-            if idle_ns < NOISE_NS || n >= MAX_GROUPS {
-                if idle_ns < NOISE_NS {
+            let weight = idle_ns + if drain { self.drain_after(&pieces) } else { 0 };
+            if weight < NOISE_NS || n >= MAX_GROUPS {
+                if weight < NOISE_NS {
                     for &i in &pieces {
                         claims[i] = false;
                     }
@@ -104,7 +114,8 @@ impl Cx<'_> {
 
     /// The drain after the blocking calls of `pieces`: for each claimed
     /// sync piece, the rest of its gap after the call returned (up to the
-    /// next blocking call's wait), whoever claimed it.
+    /// next blocking call's wait), whoever claimed it; nothing for a gap no
+    /// GPU work ends.
     ///
     /// A sync empties the GPU's queue; when it returns, the GPU stays empty
     /// until the host has launched again, so this idle exists because of
@@ -115,7 +126,7 @@ impl Cx<'_> {
     pub fn drain_after(&self, pieces: &[usize]) -> Ns {
         let mut seen: HashSet<usize> = HashSet::new();
         for &i in pieces {
-            if self.pieces[i].seg.cause != Cause::Sync {
+            if self.pieces[i].seg.cause != Cause::Sync || !self.followed_by_work(i) {
                 continue;
             }
             let mut j = i + 1;
