@@ -22,6 +22,8 @@ pub const NAMES: &[&str] = &[
     "framework_overhead",
     "launch_overhead",
     "untraced",
+    "queued",
+    "graph_capture",
     "kernel",
     "memcpy",
     "memset",
@@ -177,7 +179,7 @@ pub fn steps(inp: &Inputs) -> PolarsResult<DataFrame> {
 }
 
 /// `.idle_by_cause`: one row per device and cause (every cause, zeros
-/// included, in precedence order) over the whole window.
+/// included, in the order of `Cause::ALL`) over the whole window.
 pub fn idle_by_cause(inp: &Inputs) -> PolarsResult<DataFrame> {
     let rows: Vec<_> = inp
         .session
