@@ -324,3 +324,73 @@ fn job_report_renders_in_chromium() {
     assert!(reds > 7 * 300, "little red in the heat map: {reds}");
     eprintln!("screenshot of the job report: {}", shot.display());
 }
+
+/// The findings table fits a 1,400 px window with long kernel and operator
+/// names (the "what to do" column on screen, no sideways scrolling), and
+/// names quoted in titles and hints show as code, not raw Markdown
+/// backticks. The page's width is measured by Chromium's own layout: a copy
+/// of the report, without its CSP, writes `scrollWidth` into the DOM.
+#[test]
+fn findings_table_fits_the_window_and_shows_no_backticks() {
+    for (name, rel) in [
+        ("b200", "tracelens/b200/eager_trace.json.gz"),
+        (
+            "xdit",
+            "tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz",
+        ),
+    ] {
+        let dir = TempDir::new(&format!("browser-width-{name}"));
+        let page = dir.path().join("report.html");
+        let trace = shared_trace(rel);
+        gapscope([
+            "report",
+            "-q",
+            "-o",
+            page.to_str().unwrap(),
+            trace.to_str().unwrap(),
+        ])
+        .expect_code(0);
+        let html = std::fs::read_to_string(&page).unwrap();
+        let findings = html
+            .split("<table class=\"findings\">")
+            .nth(1)
+            .and_then(|s| s.split("</table>").next())
+            .unwrap_or_else(|| panic!("no findings table in the report of {name}"));
+        assert!(findings.contains("<code>"), "no code spans in {name}'s findings");
+        assert!(!findings.contains('`'), "raw backticks in {name}'s findings");
+        let csp = html.find("<meta http-equiv=\"Content-Security-Policy\"").unwrap();
+        let csp_end = csp + html[csp..].find('>').unwrap() + 1;
+        let probe = "<script>document.body.setAttribute('data-width', \
+                     document.documentElement.scrollWidth + ' ' + \
+                     Math.round(document.querySelector('table.findings').getBoundingClientRect().right));</script>";
+        let measured = format!(
+            "{}{}",
+            &html[..csp],
+            html[csp_end..].replace("</body>", &format!("{probe}</body>"))
+        );
+        let copy = dir.file("measured.html", measured.as_bytes());
+        let dom = headless(
+            &copy,
+            &dir.path().join("profile"),
+            &["--dump-dom".to_string(), "--window-size=1400,1000".to_string()],
+        );
+        let width = dom
+            .stdout
+            .split("data-width=\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap_or_else(|| panic!("the probe did not run on {name}: {}", dom.stderr));
+        let (page_w, table_right): (u32, u32) = match width.split_once(' ') {
+            Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
+            None => panic!("{width}"),
+        };
+        assert!(
+            page_w <= 1400,
+            "{name}: the page is {page_w} px wide in a 1400 px window"
+        );
+        assert!(
+            table_right <= 1400,
+            "{name}: the findings table ends at {table_right} px"
+        );
+    }
+}

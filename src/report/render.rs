@@ -35,6 +35,7 @@ fn environment() -> Result<Environment<'static>> {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_filter("cell", md_cell);
     env.add_filter("code", md_code);
+    env.add_filter("inline_code", html_inline_code);
     for (name, source) in TEMPLATES {
         env.add_template(name, source)
             .with_context(|| format!("report template {name} does not compile; this is a gapscope bug"))?;
@@ -100,6 +101,38 @@ fn md_code(value: String) -> String {
     format!("`{}`", one_line.replace('|', "\\|"))
 }
 
+/// Hints and titles quote names between backticks, as Markdown does: in
+/// HTML the text is escaped and each `name` becomes `<code>name</code>`,
+/// so the page shows no raw backticks. An unpaired backtick stays as text.
+fn html_inline_code(value: String) -> Value {
+    let mut out = String::with_capacity(value.len() + 16);
+    let escape = |s: &str, out: &mut String| {
+        for c in s.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '"' => out.push_str("&quot;"),
+                '\'' => out.push_str("&#x27;"),
+                _ => out.push(c),
+            }
+        }
+    };
+    let mut rest = value.as_str();
+    while let Some(open) = rest.find('`') {
+        let Some(len) = rest[open + 1..].find('`') else {
+            break;
+        };
+        escape(&rest[..open], &mut out);
+        out.push_str("<code>");
+        escape(&rest[open + 1..open + 1 + len], &mut out);
+        out.push_str("</code>");
+        rest = &rest[open + len + 2..];
+    }
+    escape(rest, &mut out);
+    Value::from_safe_string(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +147,17 @@ mod tests {
         assert_eq!(md_cell("a|b\nc".into()), "a\\|b c");
         assert_eq!(md_cell("void k<float>".into()), "void k&lt;float&gt;");
         assert_eq!(md_cell("aten::_to_copy".into()), "aten::\\_to\\_copy");
+    }
+
+    #[test]
+    fn html_code_spans() {
+        let html = |s: &str| html_inline_code(s.into()).to_string();
+        assert_eq!(
+            html("use `a<b>` and `c&d`"),
+            "use <code>a&lt;b&gt;</code> and <code>c&amp;d</code>"
+        );
+        assert_eq!(html("one ` left"), "one ` left");
+        assert_eq!(html("`x` then `y"), "<code>x</code> then `y");
     }
 
     #[test]
