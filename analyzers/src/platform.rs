@@ -62,7 +62,7 @@ impl Platform {
     /// How to see which processes use the GPU.
     pub fn process_list(self) -> &'static str {
         match self {
-            Platform::Cuda => "`nvidia-smi` (and whether MPS or time-slicing shares the GPU)",
+            Platform::Cuda => "`nvidia-smi`, and whether MPS or time-slicing shares the GPU",
             Platform::Rocm => "`rocm-smi --showpids` or `amd-smi process`",
         }
     }
