@@ -276,18 +276,7 @@ pub fn window(selected: &Trace) -> Window {
 
 /// First start to last end over every row of every table; `(0, 0)` when empty.
 pub fn event_extent(trace: &Trace) -> Span {
-    let columns = [
-        (&trace.gpu.start, &trace.gpu.end),
-        (&trace.runtime.start, &trace.runtime.end),
-        (&trace.cpu_ops.start, &trace.cpu_ops.end),
-        (&trace.markers.start, &trace.markers.end),
-    ];
-    let start = columns.iter().filter_map(|(s, _)| s.iter().min()).min();
-    let end = columns.iter().filter_map(|(_, e)| e.iter().max()).max();
-    match (start, end) {
-        (Some(&s), Some(&e)) => (s, e),
-        _ => (0, 0),
-    }
+    trace.event_extent()
 }
 
 /// [`event_extent`] without the profiler's own bookkeeping instants, which

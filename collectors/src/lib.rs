@@ -4,6 +4,10 @@
 //!   and the [`trace::TraceBuilder`] every source goes through.
 //! - [`kineto`]: PyTorch profiler (Kineto) Chrome-trace JSON import.
 //! - [`capture`]: gapscope's own capture format (`.gst`): write, read, merge.
+//! - [`open`]: the one loader every command reads files with (Kineto JSON,
+//!   gzip, captures, pipes; told by their first bytes).
+//! - [`record`]: the machinery of `gapscope record` (which libcupti, the
+//!   injection's environment, signal forwarding, merging the captures).
 //! - `torch` (feature `torch`): the tch model runner and operator observer.
 //!
 //! Collectors only record what happened; deciding what is a problem is the
@@ -14,6 +18,9 @@
 pub mod capture;
 pub mod cupti;
 pub mod kineto;
+pub mod open;
+#[cfg(unix)]
+pub mod record;
 #[cfg(feature = "torch")]
 pub mod torch;
 pub mod trace;

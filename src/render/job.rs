@@ -34,7 +34,7 @@ pub fn write(out: &mut dyn Write, j: &JobAnalysis, per_rank: bool) -> io::Result
         for r in &j.ranks {
             if let Some(a) = &r.analysis {
                 writeln!(out)?;
-                let one = crate::analyze::Analysed {
+                let one = crate::analysed::Analysed {
                     name: format!("rank {}: {}", r.rank, r.source),
                     analysis: (**a).clone(),
                 };

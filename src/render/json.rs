@@ -2,7 +2,7 @@
 //! as serde writes it, pretty-printed. One trace: one object; several: an
 //! array of them, in the order given. Field by field: docs/json-schema.md.
 
-use crate::analyze::Analysed;
+use crate::analysed::Analysed;
 use std::io::{self, Write};
 
 /// Writes the results as JSON followed by a newline.
@@ -18,8 +18,8 @@ pub fn write(out: &mut dyn Write, results: &[Analysed]) -> io::Result<()> {
 /// Writes analyses of a batch: one result as its object, several as an
 /// array in input order. A job is its `JobAnalysis` (`"kind": "job"`,
 /// docs/job-schema.md), with each rank's own analysis inside.
-pub fn write_outputs(out: &mut dyn Write, outputs: &[crate::batch::Output]) -> io::Result<()> {
-    use crate::batch::Output;
+pub fn write_outputs(out: &mut dyn Write, outputs: &[crate::analysed::Output]) -> io::Result<()> {
+    use crate::analysed::Output;
     #[derive(serde::Serialize)]
     #[serde(untagged)]
     enum One<'a> {

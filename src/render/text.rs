@@ -5,7 +5,7 @@
 //! small functions.
 
 use super::table::Table;
-use crate::analyze::Analysed;
+use crate::analysed::Analysed;
 use gapscope_analyzers::analysis::{Analysis, DeviceReport};
 use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::Cause;

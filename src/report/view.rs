@@ -560,7 +560,7 @@ fn legend() -> Legend {
 }
 
 fn perfetto(name: &str) -> PerfettoView {
-    let demo = name == crate::analyze::DEMO_NAME;
+    let demo = name == crate::inputs::DEMO_NAME;
     let mut stem = if demo { "demo" } else { file_name(name) };
     for suffix in [".gz", ".json", ".pt.trace"] {
         stem = stem.strip_suffix(suffix).unwrap_or(stem);
@@ -605,7 +605,7 @@ mod tests {
     /// the timeline marks and both pages.
     #[test]
     fn findings_slot_in() {
-        let trace = crate::analyze::load_demo(&Default::default()).unwrap();
+        let trace = crate::inputs::load_demo(&Default::default()).unwrap();
         let session = Session::new(&trace, &Default::default());
         // The analysis's own findings: the demo's planted DataLoader stall
         // ranks first.

@@ -4,7 +4,7 @@
 //! it runs `cuInit` and calls its `InitializeInjection`; NVTX loads the one
 //! named by `NVTX_INJECTION64_PATH` on a module's first NVTX call and calls
 //! its `InitializeInjectionNvtx2`. `gapscope record` points both variables
-//! here (see `src/record_cmd.rs` and docs/cupti.md, "Recording any
+//! here (see `collectors/src/record/` and docs/cupti.md, "Recording any
 //! program"). Whichever entry point runs first starts the live CUPTI
 //! collector (`gapscope_collectors::cupti::live`); at exit the process writes
 //! one capture file, `$GAPSCOPE_CAPTURE_DIR/gapscope-<pid>.gst`.

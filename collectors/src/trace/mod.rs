@@ -157,6 +157,24 @@ impl Trace {
         op.map(|o| self.strings.get(self.cpu_ops.name[o.index()]))
     }
 
+    /// First start and last end over every row with a duration (GPU
+    /// activities, runtime calls, CPU ops and markers), ns since the
+    /// origin; `(0, 0)` for an empty trace.
+    pub fn event_extent(&self) -> (Ns, Ns) {
+        let columns = [
+            (&self.gpu.start, &self.gpu.end),
+            (&self.runtime.start, &self.runtime.end),
+            (&self.cpu_ops.start, &self.cpu_ops.end),
+            (&self.markers.start, &self.markers.end),
+        ];
+        let start = columns.iter().filter_map(|(s, _)| s.iter().min()).min();
+        let end = columns.iter().filter_map(|(_, e)| e.iter().max()).max();
+        match (start, end) {
+            (Some(&s), Some(&e)) => (s, e),
+            _ => (0, 0),
+        }
+    }
+
     /// The GPU indices that have at least one busy activity, sorted.
     pub fn active_devices(&self) -> Vec<u32> {
         let mut d: Vec<u32> = (0..self.gpu.len())

@@ -3,9 +3,13 @@
 //! (Kineto-compatible JSON), its tables as Parquet files (feature
 //! `parquet`), or a gapscope capture (`.gst`).
 
+use super::Exit;
+use crate::analysed::{AnalysedJob, Output};
+use crate::cli::export::{ExportArgs, ExportFormat};
 use crate::export::{chrome, perfetto};
+use crate::inputs::batch::{self, LoadOptions};
+use crate::inputs::{self, load};
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
 use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::detectors::Finding;
 use gapscope_analyzers::Session;
@@ -15,91 +19,25 @@ use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-/// Examples shown by `gapscope export --help`.
-pub const EXAMPLES: &str = "\
-EXAMPLES:
-    A Perfetto timeline with GPU idle gaps named by cause, launch-to-kernel
-    flows, GPU utilization and launch queue counters:
-        gapscope export run.pt.trace.json.gz -o run.pftrace
-    then open run.pftrace in https://ui.perfetto.dev
-
-    Kineto-compatible Chrome JSON (re-imports into gapscope, HTA, TensorBoard):
-        gapscope export run.pt.trace.json.gz --format chrome -o run.json
-
-    The trace's tables as Parquet files in a directory, for pandas, polars
-    or duckdb (feature `parquet`; columns in docs/parquet.md):
-        gapscope export run.pt.trace.json.gz --format parquet -o run_tables/
-
-    A gapscope capture (several times smaller than the .json.gz, read faster):
-        gapscope export run.pt.trace.json.gz --format gst -o run.gst";
-
-/// `gapscope export`.
-#[derive(Debug, Args)]
-pub struct ExportArgs {
-    /// Kineto trace (`.json` or `.json.gz`) or gapscope capture (`.gst`);
-    /// or the ranks of one job: several traces, or a directory of them
-    /// (Perfetto: one process group per rank on the job's aligned clock).
-    #[arg(value_name = "TRACE", required = true)]
-    pub traces: Vec<PathBuf>,
-
-    /// Where to write the timeline (for `--format parquet`, a directory:
-    /// created if missing, one `<table>.parquet` per table).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: PathBuf,
-
-    /// Timeline format.
-    #[arg(long, value_enum, default_value_t = ExportFormat::Perfetto)]
-    pub format: ExportFormat,
-
-    /// Also write what the exporter emitted (packets, tracks, slices, flows,
-    /// counter samples, bytes) as JSON to FILE: the numbers a trace
-    /// processor must report back when it loads the timeline.
-    #[arg(long, value_name = "FILE")]
-    pub stats_json: Option<PathBuf>,
-
-    /// Write plain Perfetto packets instead of zlib-compressed chunks of
-    /// them (3-6x larger; for tools that cannot inflate
-    /// `compressed_packets`); Parquet column chunks uncompressed instead of
-    /// Snappy. Chrome JSON is never compressed.
-    #[arg(long)]
-    pub no_compress: bool,
-
-    /// No summary or progress on stderr (errors are still printed).
-    #[arg(short, long)]
-    pub quiet: bool,
-}
-
-/// What `export` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
-    /// Native Perfetto protobuf (`.pftrace`).
-    Perfetto,
-    /// Kineto-compatible Chrome trace JSON.
-    Chrome,
-    /// The Trace tables, one Parquet file each, into the `-o` directory
-    /// (docs/parquet.md; needs the `parquet` feature).
-    Parquet,
-    /// gapscope capture (`.gst`, docs/capture-format.md).
-    Gst,
-}
-
 /// Runs `gapscope export`.
-pub fn run(args: &ExportArgs) -> Result<()> {
+pub fn run(args: &ExportArgs) -> Result<Exit> {
     let import = ImportOptions {
         progress: !args.quiet && io::stderr().is_terminal(),
     };
-    if crate::inputs::is_batch(&args.traces) {
-        return run_job(args);
+    if batch::is_batch(&args.traces) {
+        run_job(args)?;
+        return Ok(Exit::OK);
     }
     if args.format == ExportFormat::Parquet {
-        return run_parquet(args, &import);
+        run_parquet(args, &import)?;
+        return Ok(Exit::OK);
     }
-    let trace = crate::analyze::load(&args.traces[0], &import)?;
+    let trace = load(&args.traces[0], &import)?;
     // The whole trace, analysed once: the timeline draws its idle segments,
     // counters and findings.
     let session = Session::new(&trace, &AnalyzeOptions::default());
     // Write beside the target and rename at the end: a truncated trace
-    // loads its prefix without any error (perfetto.md pitfall 15), so a
+    // loads its prefix without any error, so a
     // failed export must not leave one behind under the real name. A device
     // or pipe (`-o /dev/null`) is written in place: renaming a file over it
     // would replace it.
@@ -188,7 +126,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
             args.output.display()
         );
     }
-    Ok(())
+    Ok(Exit::OK)
 }
 
 /// `--format parquet`: the output is a directory, checked (and created when
@@ -198,7 +136,7 @@ fn run_parquet(args: &ExportArgs, import: &ImportOptions) -> Result<()> {
     use crate::export::parquet;
     let dir = &args.output;
     parquet_dir(dir)?;
-    let trace = crate::analyze::load(&args.traces[0], import)?;
+    let trace = load(&args.traces[0], import)?;
     let opts = parquet::Options {
         compress: !args.no_compress,
         ..Default::default()
@@ -258,8 +196,6 @@ fn parquet_done(args: &ExportArgs, dir: &Path, s: &crate::export::parquet::Summa
 
 /// `export` of several traces: they must make one job.
 fn run_job(args: &ExportArgs) -> Result<()> {
-    use crate::batch::{self, Output};
-    use crate::inputs::LoadOptions;
     if matches!(args.format, ExportFormat::Chrome | ExportFormat::Gst) {
         anyhow::bail!(
             "--format {}: exports one trace; for the ranks of a job use --format perfetto (one timeline) or              --format parquet (tables with a rank column)",
@@ -288,7 +224,7 @@ fn run_job(args: &ExportArgs) -> Result<()> {
     };
     if !args.quiet {
         for w in &job.analysis.warnings {
-            crate::inputs::warn(w);
+            inputs::warn(w);
         }
     }
     if args.format == ExportFormat::Parquet {
@@ -302,7 +238,7 @@ fn run_job(args: &ExportArgs) -> Result<()> {
         ..Default::default()
     };
     let import = ImportOptions { progress: false };
-    let load = |source: &str| crate::analyze::load(Path::new(source), &import);
+    let load = |source: &str| load(Path::new(source), &import);
     let parts = crate::export::job::Job {
         ranks: &job.ranks,
         analysis: &job.analysis,
@@ -340,14 +276,14 @@ fn run_job(args: &ExportArgs) -> Result<()> {
 }
 
 #[cfg(not(feature = "parquet"))]
-fn run_job_parquet(_: &ExportArgs, _: &crate::batch::AnalysedJob) -> Result<()> {
+fn run_job_parquet(_: &ExportArgs, _: &AnalysedJob) -> Result<()> {
     run_parquet_missing()
 }
 
 /// A job's tables: every rank's rows with a `rank` column, one rank read
 /// at a time, and `ranks.parquet` with each rank's clock offset.
 #[cfg(feature = "parquet")]
-fn run_job_parquet(args: &ExportArgs, job: &crate::batch::AnalysedJob) -> Result<()> {
+fn run_job_parquet(args: &ExportArgs, job: &AnalysedJob) -> Result<()> {
     use crate::export::parquet;
     let dir = &args.output;
     parquet_dir(dir)?;
@@ -358,7 +294,7 @@ fn run_job_parquet(args: &ExportArgs, job: &crate::batch::AnalysedJob) -> Result
     let import = ImportOptions { progress: false };
     let mut tables = parquet::JobTables::new(dir, &opts);
     for s in &job.ranks {
-        let trace = crate::analyze::load(Path::new(&s.source), &import)?;
+        let trace = load(Path::new(&s.source), &import)?;
         let offset = job
             .analysis
             .alignment

@@ -6,10 +6,13 @@
 //! Exit status: 0 no regression, 1 a regression, 2 bad input (one line
 //! naming the file). A closed stdout is not an error.
 
-use crate::cli::WindowArgs;
+use super::Exit;
+use crate::analysed::Output as Analysed;
+use crate::cli::diff::{DiffArgs, DiffFormat};
+use crate::inputs::batch::{self, LoadOptions};
+use crate::inputs::{self, load};
 use crate::render::table::Table;
 use anyhow::{anyhow, bail, Result};
-use clap::{Args, ValueEnum};
 use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::diff::bench::{self, BenchDiff, BenchRecord, MetricChange, Verdict};
@@ -17,122 +20,15 @@ use gapscope_analyzers::diff::ops::{Change, ChangeCounts, OpCategory, OpChange, 
 use gapscope_analyzers::diff::trace::{self, DeviceSide, TraceDiff};
 use gapscope_analyzers::diff::{Regression, Thresholds};
 use gapscope_analyzers::format::{bytes, duration, duration_signed, percent};
-use gapscope_analyzers::window::WindowOptions;
 use gapscope_analyzers::Session;
 use gapscope_collectors::kineto::ImportOptions;
 use serde::Serialize;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::Path;
 
-/// Examples shown by `gapscope diff --help`.
-pub const EXAMPLES: &str = "\
-EXAMPLES:
-    Did last night's build slow any model down or bloat its memory?
-        gapscope diff main.jsonl nightly.jsonl
-
-    Where did the time go between two profiles of one model, step 5 of each?
-        gapscope diff --steps 5 before.pt.trace.json.gz after.pt.trace.json.gz
-
-    A pull-request comment, stricter on time than on memory:
-        gapscope diff --format md --time-threshold 3% --memory-threshold 10% a.jsonl b.jsonl
-
-INPUTS:
-    Each of BASE and NEW is a trace (Kineto .json or .json.gz) or a bench
-    results file (JSON lines from `gapscope bench`, docs/bench-results.md),
-    told apart by content; both must be of the same kind.
-
-EXIT STATUS:
-    0 no regression, 1 at least one regression, 2 an error (unreadable
-    input, inputs of different kinds, bad flag).";
-
-/// `gapscope diff`.
-#[derive(Debug, Args)]
-pub struct DiffArgs {
-    /// The reference: a trace or a bench-results file.
-    #[arg(value_name = "BASE")]
-    pub base: PathBuf,
-
-    /// The run to judge, of the same kind as BASE.
-    #[arg(value_name = "NEW")]
-    pub new: PathBuf,
-
-    /// Output format: text, json, or md (Markdown for a pull-request
-    /// comment).
-    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
-    pub format: DiffFormat,
-
-    /// How much worse time or memory may get before it is a regression, in
-    /// percent (`7%` or `7`).
-    #[arg(long, value_name = "PCT", default_value = "7%", value_parser = parse_pct)]
-    pub threshold: f64,
-
-    /// Threshold for times only (overrides --threshold).
-    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
-    pub time_threshold: Option<f64>,
-
-    /// Threshold for peak memory only (overrides --threshold).
-    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
-    pub memory_threshold: Option<f64>,
-
-    /// Rows per operator and kernel table in text and Markdown.
-    #[arg(long, value_name = "N", default_value_t = 15)]
-    pub top: usize,
-
-    #[command(flatten)]
-    pub window: WindowArgs,
-
-    /// No warnings on stderr (errors are still printed).
-    #[arg(short, long)]
-    pub quiet: bool,
-}
-
-/// How `diff` prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DiffFormat {
-    /// Tables for people.
-    Text,
-    /// One JSON object (docs/bench-results.md describes it).
-    Json,
-    /// GitHub-flavoured Markdown.
-    Md,
-}
-
-impl DiffArgs {
-    fn thresholds(&self) -> Thresholds {
-        Thresholds {
-            time: self.time_threshold.unwrap_or(self.threshold),
-            memory: self.memory_threshold.unwrap_or(self.threshold),
-        }
-    }
-}
-
-/// `7%`, `7` or `0.5%` → 0.07, 0.07, 0.005.
-fn parse_pct(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .trim_end_matches('%')
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a percentage; write e.g. 7%"))?;
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(format!("`{s}`: a threshold must be 0% or more"));
-    }
-    Ok(v / 100.0)
-}
-
-/// Runs `gapscope diff` and decides the exit status itself, since 1 means
-/// "regression", not "error".
-pub fn main(args: &DiffArgs) -> ExitCode {
-    match run(args) {
-        Ok(false) => ExitCode::SUCCESS,
-        Ok(true) => ExitCode::from(1),
-        Err(e) if crate::is_broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) => {
-            crate::report_error(&e);
-            ExitCode::from(2)
-        }
-    }
+/// Runs `gapscope diff`: 1 when NEW regressed.
+pub fn run(args: &DiffArgs) -> Result<Exit> {
+    Ok(if compare(args)? { Exit::NEGATIVE } else { Exit::OK })
 }
 
 /// What an input file holds.
@@ -232,7 +128,7 @@ struct Output<'a, T: Serialize> {
 const SCHEMA_VERSION: u32 = 1;
 
 /// Returns whether a regression was found.
-fn run(args: &DiffArgs) -> Result<bool> {
+fn compare(args: &DiffArgs) -> Result<bool> {
     if args.base.is_dir() || args.new.is_dir() {
         return job_diff(args);
     }
@@ -293,13 +189,9 @@ fn run(args: &DiffArgs) -> Result<bool> {
 
 /// The job analysis of one side of a job diff: its inputs must make one job.
 fn one_job(path: &Path, args: &DiffArgs) -> Result<gapscope_analyzers::job::JobAnalysis> {
-    use crate::batch::{self, Output};
-    let opts = crate::inputs::LoadOptions {
-        analyze: gapscope_analyzers::analysis::AnalyzeOptions {
-            window: gapscope_analyzers::window::WindowOptions {
-                steps: args.window.steps,
-                exclude_last_step: args.window.exclude_last_step,
-            },
+    let opts = LoadOptions {
+        analyze: AnalyzeOptions {
+            window: args.window.options(),
             ..Default::default()
         },
         import: gapscope_collectors::kineto::ImportOptions { progress: false },
@@ -311,7 +203,7 @@ fn one_job(path: &Path, args: &DiffArgs) -> Result<gapscope_analyzers::job::JobA
     };
     let mut outs = batch::analyse(&[path.to_path_buf()], &opts)?;
     match (outs.len(), outs.pop()) {
-        (1, Some(Output::Job(j))) => Ok(j.analysis),
+        (1, Some(Analysed::Job(j))) => Ok(j.analysis),
         (n, _) => bail!(
             "{}: holds {n} jobs or traces apart, not one job; diff compares two jobs (directories of one job's \
              traces) or two traces",
@@ -407,16 +299,13 @@ fn trace_diff(args: &DiffArgs, th: &Thresholds) -> Result<TraceDiff> {
         progress: !args.quiet && io::stderr().is_terminal(),
     };
     let options = AnalyzeOptions {
-        window: WindowOptions {
-            steps: args.window.steps,
-            exclude_last_step: args.window.exclude_last_step,
-        },
+        window: args.window.options(),
         ..AnalyzeOptions::default()
     };
     let load = |path: &Path| -> Result<_> {
-        let t = crate::analyze::load(path, &import)?;
+        let t = load(path, &import)?;
         if !args.quiet {
-            crate::analyze::warn_skipped(&path.display().to_string(), &t);
+            inputs::warn_skipped(&path.display().to_string(), &t);
         }
         Ok(t)
     };
@@ -837,15 +726,6 @@ fn ops_section(title: &str, d: &OpsDiff, keep: impl Fn(OpCategory) -> bool, top:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentages() {
-        assert_eq!(parse_pct("7%"), Ok(0.07));
-        assert_eq!(parse_pct("7"), Ok(0.07));
-        assert_eq!(parse_pct(" 12.5 % "), Ok(0.125));
-        assert!(parse_pct("seven").is_err());
-        assert!(parse_pct("-3%").is_err());
-    }
 
     #[test]
     fn names_are_cut_for_tables() {

@@ -1,6 +1,15 @@
-//! The command line, as clap sees it. Only flags live here; turning them into
-//! library options happens at the edge ([`AnalyzeArgs::window_options`]), so
-//! the library crates never see clap.
+//! The command line, as clap sees it: every subcommand's flags, examples
+//! and value types, one file each. Nothing here runs anything (the
+//! subcommands are in [`crate::commands`]); turning flags into library
+//! options happens at the edge ([`WindowArgs::options`]), so the library
+//! crates never see clap.
+
+pub mod bench;
+pub mod diff;
+pub mod export;
+pub mod record;
+pub mod report;
+pub mod summarize;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use gapscope_analyzers::window::{parse_steps, WindowOptions};
@@ -54,36 +63,36 @@ pub enum Command {
 
     /// Write the trace as a timeline: Perfetto protobuf (ui.perfetto.dev) or
     /// Kineto-compatible Chrome JSON.
-    #[command(after_help = crate::export_cmd::EXAMPLES)]
-    Export(crate::export_cmd::ExportArgs),
+    #[command(after_help = export::EXAMPLES)]
+    Export(export::ExportArgs),
 
     /// Write one self-contained HTML page (or Markdown) explaining why the
     /// GPUs sat idle: breakdowns, causes, timeline, operators, kernels.
-    #[command(after_help = crate::report::EXAMPLES)]
-    Report(crate::report::ReportArgs),
+    #[command(after_help = report::EXAMPLES)]
+    Report(report::ReportArgs),
 
     /// Compare two traces or two bench-result files: what changed, and
     /// whether NEW regressed (exit status 1).
-    #[command(after_help = crate::diff_cmd::EXAMPLES)]
-    Diff(crate::diff_cmd::DiffArgs),
+    #[command(after_help = diff::EXAMPLES)]
+    Diff(diff::DiffArgs),
 
     /// Run built-in models (or a TorchScript file) through libtorch, time
     /// them and write JSON lines that `diff` compares (needs the `torch`
     /// build feature).
-    #[command(after_help = crate::bench_cmd::EXAMPLES)]
-    Bench(crate::bench_cmd::BenchArgs),
+    #[command(after_help = bench::EXAMPLES)]
+    Bench(bench::BenchArgs),
 
     /// The per-rank step of a job's analysis: write each trace's rank
     /// summary as Parquet, for a distributed reduce (`gapscope analyze DIR`
     /// reads them; needs the `parquet` build feature).
-    #[command(after_help = crate::summarize_cmd::EXAMPLES)]
-    Summarize(crate::summarize_cmd::SummarizeArgs),
+    #[command(after_help = summarize::EXAMPLES)]
+    Summarize(summarize::SummarizeArgs),
 
     /// Run any CUDA program (after `--`) and record every one of its
     /// processes through CUPTI: kernels, copies, syncs, API calls and NVTX
     /// ranges, merged into one capture that the other subcommands read.
-    #[command(after_help = crate::record_cmd::EXAMPLES)]
-    Record(crate::record_cmd::RecordArgs),
+    #[command(after_help = record::EXAMPLES)]
+    Record(record::RecordArgs),
 }
 
 /// `gapscope analyze`.
@@ -168,14 +177,28 @@ pub enum Format {
     Json,
 }
 
-impl AnalyzeArgs {
+impl WindowArgs {
     /// The analyzers' window selection.
-    pub fn window_options(&self) -> WindowOptions {
+    pub fn options(&self) -> WindowOptions {
         WindowOptions {
-            steps: self.window.steps,
-            exclude_last_step: self.window.exclude_last_step,
+            steps: self.steps,
+            exclude_last_step: self.exclude_last_step,
         }
     }
+}
+
+/// Whether `e` is a usage error (not `--help` or `--version`) of `gapscope
+/// bench`, which reports them in one line. Which subcommand was being
+/// parsed is asked of clap itself, parsing again with errors ignored.
+pub fn is_bench_usage_error(e: &clap::Error) -> bool {
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
+    e.use_stderr()
+        && !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        && Cli::command()
+            .ignore_errors(true)
+            .try_get_matches()
+            .is_ok_and(|m| m.subcommand_name() == Some("bench"))
 }
 
 #[cfg(test)]

@@ -9,14 +9,17 @@
 //! cannot be read, or that is not a trace, is left out with one warning
 //! line; only when nothing is left is it an error.
 
-use crate::analyze::{check_window, load_partial, warn_incomplete, warn_skipped};
+use super::{check_window, load_partial, warn, warn_incomplete, warn_skipped};
+use crate::analysed::{Analysed, AnalysedJob, Output};
 use anyhow::{bail, Result};
 use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::job::group::{group, rank_from_name, InputMeta};
-use gapscope_analyzers::job::{summarize_rank, summarize_selected, RankSummary};
+use gapscope_analyzers::job::{
+    analyze_job_timeline, summarize_rank, summarize_selected, JobOptions, RankSummary,
+};
 use gapscope_collectors::capture;
 use gapscope_collectors::kineto::{ImportOptions, ReadLimits};
-use std::io::{self, Write};
+use gapscope_collectors::open::ReadOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -108,11 +111,6 @@ fn list_dir(dir: &Path, quiet: bool) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// One warning line on stderr.
-pub fn warn(msg: &str) {
-    let _ = writeln!(io::stderr().lock(), "gapscope: warning: {msg}");
-}
-
 /// The files `paths` name: files as they are, directories by their traces.
 pub fn expand(paths: &[PathBuf], quiet: bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
@@ -201,6 +199,57 @@ pub fn load_batch(paths: &[PathBuf], opts: &LoadOptions) -> Result<Batch> {
     })
 }
 
+/// Reads `paths` as a batch and analyses it: each job's ranks together,
+/// other traces alone.
+pub fn analyse(paths: &[PathBuf], opts: &LoadOptions) -> Result<Vec<Output>> {
+    let batch = load_batch(paths, opts)?;
+    Ok(outputs(batch, &JobOptions::default()))
+}
+
+/// Turns grouped items into outputs: each job's summaries go to the job
+/// analysis, each lone trace keeps its own analysis.
+pub fn outputs(batch: Batch, job_opts: &JobOptions) -> Vec<Output> {
+    let mut items: Vec<Option<Item>> = batch.items.into_iter().map(Some).collect();
+    batch
+        .units
+        .into_iter()
+        .map(|u| match u {
+            Unit::Single(i) => {
+                let item = items[i].take().expect("each item is in one unit");
+                match item.summary.analysis {
+                    Some(a) => Output::Single(Box::new(Analysed {
+                        name: item.name,
+                        analysis: *a,
+                    })),
+                    // A summary read back from Parquet has no analysis of its
+                    // own: a job of one rank still gives its table.
+                    None => {
+                        let ranks = vec![item.summary];
+                        let (analysis, timeline) = analyze_job_timeline(&ranks, job_opts);
+                        Output::Job(Box::new(AnalysedJob {
+                            ranks,
+                            analysis,
+                            timeline,
+                        }))
+                    }
+                }
+            }
+            Unit::Job(members) => {
+                let ranks: Vec<RankSummary> = members
+                    .iter()
+                    .map(|&i| items[i].take().expect("each item is in one unit").summary)
+                    .collect();
+                let (analysis, timeline) = analyze_job_timeline(&ranks, job_opts);
+                Output::Job(Box::new(AnalysedJob {
+                    ranks,
+                    analysis,
+                    timeline,
+                }))
+            }
+        })
+        .collect()
+}
+
 #[cfg(feature = "parquet")]
 fn is_summary_dir(dir: &Path) -> bool {
     crate::export::summaries::is_summary_dir(dir)
@@ -275,7 +324,13 @@ fn load_parallel(files: &[PathBuf], opts: &LoadOptions) -> Vec<Result<Item>> {
 }
 
 fn load_one(path: &Path, opts: &LoadOptions) -> Result<Item> {
-    let imported = load_partial(path, &opts.import, &opts.limits)?;
+    let imported = load_partial(
+        path,
+        &ReadOptions {
+            import: opts.import.clone(),
+            limits: opts.limits.clone(),
+        },
+    )?;
     let name = path.display().to_string();
     if let (Some(text), Some(t)) = (opts.time_text, opts.analyze.time_window) {
         let extent = imported.extent.unwrap_or((0, 0));

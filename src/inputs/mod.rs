@@ -1,0 +1,92 @@
+//! What the subcommands read, and the warnings reading gives. Every trace
+//! file goes through the collectors' one loader
+//! ([`gapscope_collectors::open`]: Kineto JSON, gzip, captures, pipes);
+//! this module adds the built-in demo trace, the checks of a time window
+//! against what was read, and the `gapscope: warning:` lines. [`batch`]
+//! reads several traces or a directory and groups them into jobs.
+//!
+//! Views never read files: the commands read through here and hand the
+//! views a trace, a `Session` or a job.
+
+pub mod batch;
+
+use anyhow::{Context, Result};
+use gapscope_analyzers::window::{self, TimeRange, WindowOptions};
+use gapscope_collectors::kineto::{self, ImportOptions, Imported};
+use gapscope_collectors::open::{open, open_whole, ReadOptions};
+use gapscope_collectors::trace::{Ns, Trace};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// The demo trace, made by `fixtures/demo/generate.py` (see its README).
+pub const DEMO_TRACE: &[u8] = include_bytes!("../../fixtures/demo/demo.pt.trace.json.gz");
+
+/// How the demo trace is named in output and messages.
+pub const DEMO_NAME: &str = "demo.pt.trace.json.gz (built-in demo)";
+
+/// Reads the whole trace at `path` (a file cut short is an error). The
+/// loader's messages already read `<file>: <problem>; <what to do>`, so
+/// they are passed on as they are, on one line.
+pub fn load(path: &Path, import: &ImportOptions) -> Result<Trace> {
+    open_whole(path, import).map_err(line)
+}
+
+/// Reads the trace at `path` as far as it can be read: a cut Kineto file
+/// gives the events before the cut (see [`warn_incomplete`]), `opts.limits`
+/// a slice.
+pub fn load_partial(path: &Path, opts: &ReadOptions) -> Result<Imported> {
+    open(path, opts).map_err(line)
+}
+
+/// Imports the built-in demo trace.
+pub fn load_demo(import: &ImportOptions) -> Result<Trace> {
+    kineto::import_bytes(DEMO_TRACE, DEMO_NAME, import)
+        .context("the built-in demo trace did not import; this is a gapscope bug, please report it")
+}
+
+fn line(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!(one_line(&e.to_string()))
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One error line when the time window `text` selects nothing of a trace
+/// whose events run over `extent` (ns since its first event).
+pub fn check_window(
+    name: &str,
+    trace: &Trace,
+    steps: &WindowOptions,
+    text: &str,
+    t: TimeRange,
+    extent: (Ns, Ns),
+) -> Result<()> {
+    window::check_time_window(trace, steps, t, extent).map_err(|e| anyhow::anyhow!(e.message(name, text)))
+}
+
+/// One warning line on stderr.
+pub fn warn(msg: &str) {
+    let _ = writeln!(io::stderr().lock(), "gapscope: warning: {msg}");
+}
+
+/// One warning line per reason a trace was read only in part (cut short,
+/// or `--max-events`), saying where it ends and how many events were read.
+pub fn warn_incomplete(name: &str, imported: &Imported) {
+    for w in imported.warnings(name) {
+        warn(&one_line(&w));
+    }
+}
+
+/// One line for everything the importer skipped, so a damaged trace is
+/// noticed without drowning the output.
+pub fn warn_skipped(name: &str, trace: &Trace) {
+    let skipped: Vec<(&str, u64)> = trace.diagnostics.skipped().collect();
+    let n: u64 = skipped.iter().map(|(_, v)| v).sum();
+    if n == 0 {
+        return;
+    }
+    let reasons: Vec<String> = skipped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let events = if n == 1 { "event" } else { "events" };
+    warn(&format!("{name}: skipped {n} {events} ({})", reasons.join(", ")));
+}
