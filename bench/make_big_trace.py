@@ -17,7 +17,7 @@ is copied N times, N chosen so the output reaches --target-mb. Copy k gets:
 Metadata events (`ph: M`) are written once, from the first copy. The header
 keys (deviceProperties, distributedInfo, ...) are kept. Output: one event per
 line, json.dumps with default separators (the layout HTA's own synthetic
-trace used, notes/hta.md section 7). Prints the size and event count.
+trace used). Prints the size and event count.
 """
 
 import argparse

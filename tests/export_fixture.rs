@@ -1,7 +1,7 @@
 //! A small hand-built Kineto trace exported to Perfetto and read back by the
 //! real trace processor row by row: (track, name, ts, dur, depth), flows,
 //! counters and args. It holds the cases that decode fine yet load wrong
-//! when the exporter gets them wrong (notes/perfetto.md §3):
+//! when the exporter gets them wrong:
 //! - two kernels on one stream that overlap without nesting (`k_a`, `k_b`):
 //!   on one track the trace processor would silently nest them, so `k_b`
 //!   must go to a second lane;

@@ -4,8 +4,7 @@
 //! packets; each chunk must inflate to exactly the packets of the plain
 //! (`--no-compress`) file. Counts are the only signal for flows dropped by a
 //! packed field, for dropped packets and for a truncated file; the full
-//! `stats` table is the only signal for interning mistakes (notes/perfetto.md
-//! §4.3).
+//! `stats` table is the only signal for interning mistakes.
 
 mod common;
 use common::*;
@@ -33,7 +32,7 @@ fn shared_traces() -> Vec<PathBuf> {
 
 /// Stats that must stay zero; the trace processor reports these as `info`,
 /// `error` or `data_loss`. Only timing stats and the clock cache miss are
-/// fine (notes §4.3).
+/// fine.
 const BAD_STATS: &str = "select name, idx, severity, value from stats where value > 0 \
      and name not like '%duration_ns' and name != 'clock_sync_cache_miss'";
 

@@ -1,4 +1,4 @@
-//! Lower bounds on a device's time (Benanza-style, notes/detectors.md §4):
+//! Lower bounds on a device's time (Benanza-style, docs/analysis.md, "Bounds"):
 //! however much idle time a fix removes, the device still has to do its
 //! busy work.
 //!

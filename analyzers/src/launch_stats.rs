@@ -1,5 +1,5 @@
 //! Kernel launch statistics (HTA's `get_cuda_kernel_launch_stats`,
-//! notes/hta.md §5.4), fixed: every launch path counts, and a graph launch is
+//! docs/analysis.md, "Launch statistics"), fixed: every launch path counts, and a graph launch is
 //! one launch.
 //!
 //! ```text

@@ -1,4 +1,5 @@
-//! HTA's temporal breakdown (`get_temporal_breakdown`, notes/hta.md §5.1),
+//! HTA's temporal breakdown (`get_temporal_breakdown`; docs/analysis.md,
+//! "HTA-compatible temporal breakdown"),
 //! without its bugs, so HTA users can check gapscope against numbers they
 //! know.
 //!

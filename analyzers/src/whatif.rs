@@ -1,4 +1,4 @@
-//! What-if replay (Daydream-style, notes/detectors.md §4): rebuild the
+//! What-if replay (Daydream-style, docs/analysis.md, "What-if replay"): rebuild the
 //! dependency graph of one device's window from the trace, apply a fix as a
 //! graph edit, replay it, and read off how much earlier everything ends.
 //!

@@ -1,6 +1,6 @@
 //! gapscope's operator diff against HTA 0.5.0's `TraceDiff` on the shared
 //! control/test pair (`../shared/traces/hta/trace_diff`, HTA's results in
-//! `../shared/oracle/hta/trace_diff_control_vs_test`, notes/hta.md §4).
+//! `../shared/oracle/hta/trace_diff_control_vs_test`).
 //!
 //! HTA compares the first iteration of each trace (ProfilerStep#1009 in
 //! both) over all device types, by full name: counts of names added,
@@ -12,7 +12,7 @@
 //! memsets of the test trace's CUDA-graph replays, all inside step 1009)
 //! count for gapscope by their own start time. HTA gives such a row the
 //! iteration of its correlated CPU event, finds none, sets -1 and drops it
-//! from every iteration (notes/hta.md §5.0 step 7). Without those rows our
+//! from every iteration. Without those rows our
 //! counts equal HTA's name by name. We also name every `ProfilerStep#N`
 //! `ProfilerStep#*` so runs at different step numbers line up; with one
 //! step selected on each side that renames 1009 and changes no class.
@@ -179,7 +179,7 @@ fn ops_diff_matches_hta_control_vs_test() {
     let control = step_1009("control");
     let test = step_1009("test");
 
-    // HTA's five counts (run_info.json, notes/hta.md §4).
+    // HTA's five counts (run_info.json).
     let hta = hta_ops_diff_counts();
     assert_eq!(
         hta,
@@ -301,7 +301,7 @@ fn total_times_match_hta_within_its_rounding() {
 
 #[test]
 fn kernels_of_step_1009_match_hta_gpu_totals() {
-    // notes/hta.md: GPU-only, 1,575 → 2,503 kernel instances (HTA, without
+    // HTA: GPU-only, 1,575 → 2,503 kernel instances (HTA, without
     // the 614 unlaunched rows); Memcpy DtoD from 3 to 768 (+37 unlaunched).
     let gpu_count = |t: &OpTotals| -> u64 {
         t.iter()

@@ -1,11 +1,11 @@
 //! gapscope against HTA 0.5.0 on the real traces in `../shared/traces`, with
-//! HTA's results from `../shared/oracle/hta` (notes/hta.md §4).
+//! HTA's results from `../shared/oracle/hta`.
 //!
 //! Both run with HTA's default window: the last ProfilerStep dropped when
 //! there are 2 or more (`exclude_last_step`). HTA pools all devices of a
 //! file; every trace here has one active device, so its block is ours.
 //!
-//! Where HTA has a known bug (notes/hta.md §6) on a trace, the trace is
+//! Where HTA has a known bug on a trace, the trace is
 //! excluded from the comparison *with the reason*, and the test checks the
 //! bug is really what separates the two numbers where that is cheap to show.
 
@@ -139,7 +139,7 @@ fn hta_launches(dir: &str) -> HashMap<u64, [f64; 3]> {
         .collect()
 }
 
-/// The launch API names HTA 0.5.0 pairs (notes/hta.md §5.4).
+/// The launch API names HTA 0.5.0 pairs.
 const HTA_LAUNCH_NAMES: [&str; 4] = [
     "cudaLaunchKernel",
     "cudaLaunchKernelExC",
@@ -198,7 +198,7 @@ fn assert_launches(name: &str, dir: &str, tol_ns: f64) -> usize {
 }
 
 /// Launch statistics, trace by trace: `missed` lists the launch APIs HTA's
-/// name list (notes/hta.md §5.4, bug 6) does not know and the trace uses.
+/// name list does not know and the trace uses.
 /// Where it is empty our launch count must equal HTA's pair count; in every
 /// case the launches HTA does know must be HTA's rows, value for value.
 /// `dir` is the oracle folder (the no-rounding run for fractional-µs traces,

@@ -1,5 +1,5 @@
 //! A bare serde_json parse of a Kineto trace, on one thread: the floor that
-//! bench/run.sh compares `gapscope analyze` against (notes/polars.md).
+//! bench/run.sh compares `gapscope analyze` against (bench/README.md).
 //!
 //! ```text
 //! cargo run --release -p gapscope-collectors --example parse_floor -- typed|ignored TRACE.json

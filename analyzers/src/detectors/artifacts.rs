@@ -1,6 +1,6 @@
 //! D16, collection artifacts: idle time that is the profiler's doing or that
 //! the capture cannot explain, excluded before anyone blames the workload
-//! (notes/detectors.md D16).
+//! (docs/detectors.md, D16).
 //!
 //! ```text
 //! window      |<--------------------------------------------------->|

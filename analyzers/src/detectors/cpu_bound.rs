@@ -1,7 +1,7 @@
 //! D2, CPU-bound launch starvation ("host wait"): the GPU finished its work
 //! and the launching thread had not issued the next yet, because it was
 //! computing inside an operator or running Python / framework code between
-//! operators (notes/detectors.md D2; HTA's host wait, TraceLens's
+//! operators (docs/detectors.md, D2; HTA's host wait, TraceLens's
 //! `cpu_bottleneck`).
 //!
 //! ```text

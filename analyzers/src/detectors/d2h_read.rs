@@ -1,7 +1,7 @@
 //! D5, blocking device→host reads (`.item()`, `.cpu()`, `.tolist()`,
 //! `nonzero`, printing a CUDA tensor, Python `if` on a CUDA value): the host
 //! waits for the queue to drain to read a value, and the GPU sits idle
-//! until the host has launched new work (notes/detectors.md D5).
+//! until the host has launched new work (docs/detectors.md, D5).
 //!
 //! ```text
 //! stream 7    [k1.............]                 [k2...]

@@ -1,6 +1,6 @@
 //! D11, input-pipeline stall: the training thread is inside the
 //! DataLoader's `__next__` while the GPU has nothing to do, the signature of
-//! `num_workers=0` or of workers that cannot keep up (notes/detectors.md
+//! `num_workers=0` or of workers that cannot keep up (docs/detectors.md,
 //! D11; the TensorBoard plugin's DataLoader recommendation).
 //!
 //! ```text

@@ -2,7 +2,7 @@
 //! `stream.synchronize()`, `event.synchronize()` (cudaDeviceSynchronize,
 //! cudaStreamSynchronize, cudaEventSynchronize and their driver forms) with
 //! no copy behind them: the host waits for the queue to drain, then the GPU
-//! waits for the host (notes/detectors.md D6; nsys `cuda_api_sync`).
+//! waits for the host (docs/detectors.md, D6; nsys `cuda_api_sync`).
 //!
 //! ```text
 //! stream 7    [k1..........]               [k2..]

@@ -1,4 +1,4 @@
-//! Detectors (notes/detectors.md D2–D14, D16): turn idle segments into
+//! Detectors (docs/detectors.md defines each): turn idle segments into
 //! [`Finding`]s a user can act on, each with its evidence, the operator and
 //! source line to look at, a PyTorch hint, and a saving estimated by the
 //! [what-if replay](crate::whatif).
@@ -88,7 +88,7 @@ use serde::{Deserialize, Serialize};
 pub struct Finding {
     /// Stable snake_case slug (`dataloader_stall`).
     pub id: String,
-    /// Catalog number in notes/detectors.md (`D11`).
+    /// The detector's id in docs/detectors.md (`D11`).
     pub detector: String,
     /// One line saying what was found.
     pub title: String,

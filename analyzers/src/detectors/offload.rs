@@ -1,7 +1,7 @@
 //! D10, offload ping-pong: the same large buffers travel host→device and
 //! device→host several times within a step (weights or activations
 //! offloaded around module forwards), with the GPU waiting for them
-//! (notes/detectors.md D10; TorchBench's pig2 case).
+//! (docs/detectors.md, D10; TorchBench's pig2 case).
 //!
 //! ```text
 //! step        [ProfilerStep#3...............................................]

@@ -1,6 +1,6 @@
 //! D8, pageable-memory copies: a copy from or to pageable host memory is
 //! staged by the driver and blocks the host, so `non_blocking=True` does
-//! not overlap it with anything (notes/detectors.md D8; nsys
+//! not overlap it with anything (docs/detectors.md, D8; nsys
 //! `cuda_memcpy_async`, "use PINNED memory").
 //!
 //! ```text

@@ -1,7 +1,7 @@
 //! D4, per-parameter loops in `zero_grad`, the optimizer step or gradient
 //! clipping: the same small operator runs once per parameter tensor, each
 //! launching one tiny kernel, instead of one multi-tensor (`foreach`) or
-//! fused kernel (notes/detectors.md D4; PyTorch PR #82777 measured ~3× on
+//! fused kernel (docs/detectors.md, D4; PyTorch PR #82777 measured ~3× on
 //! `zero_grad` alone).
 //!
 //! ```text

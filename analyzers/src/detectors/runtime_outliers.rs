@@ -1,4 +1,4 @@
-//! D14, runtime-call and launch-delay outliers (notes/detectors.md D14):
+//! D14, runtime-call and launch-delay outliers (docs/detectors.md, D14):
 //! the GPU idles while the launching thread is stuck inside a CUDA runtime
 //! call, or after a launch returned while the launched work sat queued.
 //!

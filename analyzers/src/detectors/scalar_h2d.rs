@@ -2,7 +2,7 @@
 //! `torch.rsqrt(torch.tensor(d, device=...))`, a Python number turned into a
 //! CUDA tensor each step. PyTorch copies the few bytes from pageable memory
 //! and, with `non_blocking=False`, synchronizes the stream, so the GPU
-//! drains for a value the host already had (notes/detectors.md D7;
+//! drains for a value the host already had (docs/detectors.md, D7;
 //! transformers PR #21496).
 //!
 //! ```text

@@ -1,6 +1,6 @@
 //! D3, many small serial kernels: a long run of short kernels with short
 //! gaps between them, where the GPU finishes each kernel faster than the
-//! CPU launches the next (notes/detectors.md D3; HTA's kernel-wait and
+//! CPU launches the next (docs/detectors.md, D3; HTA's kernel-wait and
 //! short-kernel rules, TraceLens's `launch_overhead`).
 //!
 //! ```text

@@ -1,7 +1,7 @@
 //! D13, cross-stream waits (context): work on one stream was launched and
 //! its stream was free, yet it started only when work on another stream
 //! finished, because the stream waits on an event recorded behind that
-//! work (notes/detectors.md D13; TraceLens's `cross_stream_dep`).
+//! work (docs/detectors.md, D13; TraceLens's `cross_stream_dep`).
 //!
 //! ```text
 //! stream 20   [producer (NCCL, a copy, a side-stream kernel)....]

@@ -2,7 +2,7 @@
 //! `cudaMemset` (nsys `cuda_memcpy_sync`, `cuda_memset_sync`), or PyTorch's
 //! blocking `.to()`, which is `cudaMemcpyAsync` followed by
 //! `cudaStreamSynchronize` and which nsys does not see as a synchronous
-//! copy (notes/detectors.md D9).
+//! copy (docs/detectors.md, D9).
 //!
 //! ```text
 //! stream 7    [k1.......]                               [k2..]

@@ -1,6 +1,6 @@
 //! D12, active-but-underfilled GPU (context): kernels whose grid has fewer
 //! blocks than the GPU has SMs leave SMs unused while the GPU counts as
-//! busy (notes/detectors.md D12; the TensorBoard plugin's "blocks per SM
+//! busy (docs/detectors.md, D12; the TensorBoard plugin's "blocks per SM
 //! < 1" tooltip).
 //!
 //! ```text

@@ -30,8 +30,8 @@ pub fn preload(path: &Path) -> Result<(), String> {
     }
 }
 
-/// Fails when two different libcupti files are mapped (risk R1 in the
-/// research notes: an unversioned `libcupti.so` from another install on
+/// Fails when two different libcupti files are mapped (for instance
+/// an unversioned `libcupti.so` from another install on
 /// `LD_LIBRARY_PATH` next to the one the program loaded). Tracing with two
 /// copies breaks, so we stop before subscribing.
 pub fn single_cupti() -> Result<(), String> {

@@ -2,7 +2,7 @@
 //!
 //! Kineto writes `"ts": 1712195495519689.047` (µs since the epoch with ns
 //! digits). Near 1.7e15 an `f64` steps by 0.25 µs, so going through `f64`
-//! loses up to ~125 ns (notes/aesthetics.md §7). This module reads the
+//! loses up to ~125 ns. This module reads the
 //! number's text instead: `digits × 10^exponent`, scaled by 1000 and rounded
 //! half away from zero on the first dropped digit, in checked integer
 //! arithmetic.

@@ -7,7 +7,7 @@
 //! The structs are flat on purpose: `ts`/`dur` are kept as raw number text
 //! (parsed exactly by [`number`](super::number)), and serde's internally
 //! tagged enums and `flatten` would buffer content and lose that
-//! (serde-rs/json#505, notes/aesthetics.md §7). Values of unexpected types are
+//! (serde-rs/json#505). Values of unexpected types are
 //! read leniently (as "absent") so one odd field does not cost the event.
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};

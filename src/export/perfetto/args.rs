@@ -2,7 +2,7 @@
 //!
 //! Args land in the trace processor's `args` table as `debug.<name>`. Ids
 //! are plain ints (not TrackEvent's `correlation_id` field, which shows up as
-//! a `tp:#N` string: notes §2) so they can be joined in SQL.
+//! a `tp:#N` string) so they can be joined in SQL.
 
 use super::tracks::Src;
 use super::writer::{Arg, ArgValue, Name};

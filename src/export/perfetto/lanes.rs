@@ -1,12 +1,12 @@
 //! Turning intervals into BEGIN/END events that the trace processor rebuilds
 //! exactly.
 //!
-//! Two rules from `notes/perfetto.md` §3 drive this file:
+//! Two rules of Perfetto's trace processor drive this file:
 //! - an END closes the most recent open slice on its track, so two slices
-//!   that overlap without nesting get reshaped silently (pitfall 2): we
+//!   that overlap without nesting get reshaped silently: we
 //!   spread them over *lanes*, extra tracks in which everything nests;
-//! - at an equal timestamp on one track, ENDs must come before BEGINs
-//!   (pitfall 3), and a zero-length slice is BEGIN then END right away.
+//! - at an equal timestamp on one track, ENDs must come before BEGINs,
+//!   and a zero-length slice is BEGIN then END right away.
 
 /// An interval of some table, by item index.
 pub trait Intervals {

@@ -1,9 +1,9 @@
 //! Native Perfetto protobuf export (`.pftrace`): opens in ui.perfetto.dev
 //! and loads cleanly in the trace processor.
 //!
-//! The recipe and every rule cited as "pitfall N" is in
-//! `shared/notes/perfetto.md`. In short: one packet sequence with interned
-//! names; descriptors first; per track, slices that nest (lanes otherwise)
+//! The rules the trace processor needs (breaking one decodes without
+//! error yet loads wrong): one packet sequence with interned names;
+//! descriptors first; per track, slices that nest (lanes otherwise)
 //! with ENDs before BEGINs at equal times; packets in time order; flows from
 //! each launch call to its GPU work with unique, terminating ids.
 

@@ -1,16 +1,16 @@
 //! The subset of Perfetto's trace protos that the exporter writes, as our own
-//! prost messages (`shared/notes/perfetto.md` §1.4, Appendix A).
+//! prost messages.
 //!
 //! Field numbers are Perfetto's (`protos/perfetto/trace/...`); they never
 //! change, so owning them is safe. We do not depend on `perfetto_protos`: it
-//! is rust-protobuf, not prost, and takes minutes to build (notes §1.1).
+//! is rust-protobuf, not prost, and takes minutes to build.
 //!
 //! **Every repeated scalar says `packed = "false"`.** Perfetto's protozero
 //! decoder reads proto2 fields only as declared (unpacked) and silently drops
-//! packed `flow_ids`: zero flows, no error (notes §3, pitfall 1).
+//! packed `flow_ids`: zero flows, no error.
 
 /// `TracePacket.sequence_flags`: the sequence's interning state was reset
-/// here. Set on the first packet of the sequence (pitfalls 5, 6).
+/// here. Set on the first packet of the sequence.
 pub const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
 /// `TracePacket.sequence_flags`: this packet defines or uses interned ids.
 pub const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
@@ -28,12 +28,12 @@ pub struct TracePacket {
     /// Event time. Event packets leave the clock id to the sequence's
     /// [`TracePacketDefaults`]: [`CLOCK_INCREMENTAL`], declared by the
     /// first packet's [`ClockSnapshot`] (a clock without a snapshot drops
-    /// events: pitfall 9), so this is a delta from the previous event, in
+    /// events), so this is a delta from the previous event, in
     /// that clock's unit.
     #[prost(uint64, optional, tag = "8")]
     pub timestamp: Option<u64>,
     /// Non-zero on every packet: interning with sequence id 0 rejects the
-    /// whole trace (pitfall 8).
+    /// whole trace.
     #[prost(uint32, optional, tag = "10")]
     pub trusted_packet_sequence_id: Option<u32>,
     /// Names, categories and arg names first used by this packet.
@@ -146,8 +146,8 @@ pub struct TrackEvent {
     /// Flows that start at this slice.
     #[prost(fixed64, repeated, packed = "false", tag = "47")]
     pub flow_ids: Vec<u64>,
-    /// Flows that end at this slice; a terminated id may be reused safely
-    /// (pitfall 10), though we keep ids unique anyway.
+    /// Flows that end at this slice; a terminated id may be reused safely,
+    /// though we keep ids unique anyway.
     #[prost(fixed64, repeated, packed = "false", tag = "48")]
     pub terminating_flow_ids: Vec<u64>,
     /// Slice name, interned or plain.
@@ -230,7 +230,7 @@ pub enum AnnotationValue {
 /// `bytes` in Perfetto's proto: the same wire type as `string`).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct InternedString {
-    /// Id, > 0, scoped to the packet sequence (pitfall 7).
+    /// Id, > 0, scoped to the packet sequence.
     #[prost(uint64, optional, tag = "1")]
     pub iid: Option<u64>,
     /// The text.
@@ -270,7 +270,7 @@ pub enum ChildOrdering {
     Explicit = 3,
 }
 
-/// Declares a track. Emitted before any event uses its uuid (pitfall 12).
+/// Declares a track. Emitted before any event uses its uuid.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TrackDescriptor {
     /// The track's id, unique in the trace.

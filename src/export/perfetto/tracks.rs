@@ -69,7 +69,7 @@ impl Intervals for Items {
 
 /// Emission rank at equal timestamps across tracks: CPU first, so a launch
 /// BEGIN precedes the kernel that terminates its flow (the sorter keeps file
-/// order for equal timestamps, notes §3 pitfall 3).
+/// order for equal timestamps).
 pub const RANK_CPU: u8 = 0;
 /// GPU work tracks.
 pub const RANK_GPU: u8 = 1;

@@ -4,7 +4,7 @@
 //!
 //! The file is `Trace { repeated TracePacket packet = 1; }`, so each packet is
 //! written as field 1 (tag byte `0x0A`, varint length, bytes) and no `Trace`
-//! is ever held in memory (notes §2).
+//! is ever held in memory.
 //!
 //! By default the packets are written in compressed chunks: each chunk is a
 //! packet whose only field is `compressed_packets` (50), a zlib stream of
@@ -24,7 +24,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Write};
 
 /// One writer is one packet sequence. Any non-zero id works; zero breaks
-/// interning (pitfall 8), and iids are scoped to it (pitfall 7). A job's
+/// interning, and iids are scoped to it. A job's
 /// export writes one sequence per rank ([`PacketWriter::with_sequence`]).
 pub const SEQUENCE_ID: u32 = 1;
 
@@ -281,7 +281,7 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         w
     }
 
-    /// Declares a track. Must precede every event on it (pitfall 12).
+    /// Declares a track. Must precede every event on it.
     pub fn descriptor(&mut self, td: TrackDescriptor) -> io::Result<()> {
         self.counts.tracks += 1;
         let mut p = TracePacket {
@@ -346,7 +346,7 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     }
 
     /// Closes the innermost open slice on `track`. No name: an END with a
-    /// different name is a data-loss stat (pitfall 14).
+    /// different name is a data-loss stat.
     ///
     /// END and counter packets carry no interned ids, so they go without
     /// `sequence_flags`.
@@ -401,7 +401,7 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     }
 
     /// The first packet clears incremental state; without it every packet
-    /// that needs it is dropped (pitfall 6).
+    /// that needs it is dropped.
     fn mark_first(&mut self, p: &mut TracePacket) {
         if self.first {
             self.first = false;
@@ -684,7 +684,7 @@ fn encode_annotation(ev: &mut Vec<u8>, name_iid: u64, value: Annotation) {
 
 /// TrackEvent of a BEGIN, last part: `type` (9) = SLICE_BEGIN, `name_iid`
 /// (10), `track_uuid` (11), `flow_ids` (47) and `terminating_flow_ids` (48),
-/// unpacked fixed64 (pitfall 1).
+/// unpacked fixed64.
 #[inline]
 fn encode_event_tail(ev: &mut Vec<u8>, name_iid: u64, track: u64, flows: &[u64], terminating: &[u64]) {
     ev.extend_from_slice(&[9 << 3, EventType::SliceBegin as u8, 10 << 3]);
@@ -726,8 +726,7 @@ fn encode_begin(buf: &mut Vec<u8>, delta: u64, seq: u32, interned: &[u8], event:
     let start = buf.len();
     buf.push(8 << 3);
     put_varint(buf, delta);
-    // Every packet that uses iids says so, or the names come out NULL
-    // (pitfall 5).
+    // Every packet that uses iids says so, or the names come out NULL.
     buf.push(10 << 3);
     put_varint(buf, seq as u64);
     buf.extend_from_slice(&[13 << 3, SEQ_NEEDS_INCREMENTAL_STATE as u8]);

@@ -26,7 +26,7 @@ pub(crate) enum CallClass {
 }
 
 /// "Scalar" copy size: fits any single element, complex128 included
-/// (notes/detectors.md D5/D7, ours).
+/// (docs/detectors.md, D5 and D7; ours).
 pub(crate) const TINY_COPY_BYTES: u64 = 16;
 /// Host→device copies up to 64 KB return before the copy completes, so
 /// nsys's `cuda_memcpy_sync` rule skips them (CUDA Programming Guide,
@@ -36,7 +36,7 @@ pub(crate) const SMALL_HTOD_BYTES: u64 = 64 * 1024;
 pub(crate) const SLOW_CALL_NS: Ns = 50_000;
 /// A copy call this close before a sync (TraceLens/HTA 50 µs runtime scale)
 /// is the copy the sync waits for: PyTorch's blocking `.to()` is
-/// `cudaMemcpyAsync` + `cudaStreamSynchronize` (notes/detectors.md D9).
+/// `cudaMemcpyAsync` + `cudaStreamSynchronize` (docs/detectors.md, D9).
 pub(crate) const COPY_SYNC_PAIR_NS: Ns = 50_000;
 
 /// One piece of an idle segment: the segment cut at the edges of the
