@@ -14,7 +14,6 @@ use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::window::{self, parse_steps, parse_time_window, WindowOptions};
 use gapscope_analyzers::Session;
 use gapscope_collectors::kineto::{ReadLimits, TimeWindow};
-use gapscope_collectors::trace::Trace;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -140,7 +139,7 @@ fn analyze_file(
             .iter()
             .map(|w| load::one_line(w))
             .collect();
-        warnings.extend(skipped_warning(&name, &imported.trace));
+        warnings.extend(imported.trace.diagnostics.skipped_line(&name));
         let session = Session::owned(imported.trace, &options);
         // Analysed here, with the GIL released: the summary and the tables
         // then only read it.
@@ -152,18 +151,6 @@ fn analyze_file(
         })
     })
     .map_err(|e: String| err(e))
-}
-
-/// The command line's line for events the importer skipped.
-fn skipped_warning(name: &str, trace: &Trace) -> Option<String> {
-    let skipped: Vec<(&str, u64)> = trace.diagnostics.skipped().collect();
-    let n: u64 = skipped.iter().map(|(_, v)| v).sum();
-    if n == 0 {
-        return None;
-    }
-    let reasons: Vec<String> = skipped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    let events = if n == 1 { "event" } else { "events" };
-    Some(format!("{name}: skipped {n} {events} ({})", reasons.join(", ")))
 }
 
 /// A JSON value as Python objects (dict, list, int, float, str, bool, None).

@@ -81,12 +81,7 @@ pub fn warn_incomplete(name: &str, imported: &Imported) {
 /// One line for everything the importer skipped, so a damaged trace is
 /// noticed without drowning the output.
 pub fn warn_skipped(name: &str, trace: &Trace) {
-    let skipped: Vec<(&str, u64)> = trace.diagnostics.skipped().collect();
-    let n: u64 = skipped.iter().map(|(_, v)| v).sum();
-    if n == 0 {
-        return;
+    if let Some(line) = trace.diagnostics.skipped_line(name) {
+        warn(&line);
     }
-    let reasons: Vec<String> = skipped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    let events = if n == 1 { "event" } else { "events" };
-    warn(&format!("{name}: skipped {n} {events} ({})", reasons.join(", ")));
 }

@@ -115,6 +115,19 @@ impl Diagnostics {
             .filter(|(k, _)| !Self::KEPT.contains(&k.as_str()))
             .map(|(k, &v)| (k.as_str(), v))
     }
+
+    /// One line for everything skipped, as every front end prints it:
+    /// `NAME: skipped N events (reason: n, ...)`; `None` when nothing was.
+    pub fn skipped_line(&self, name: &str) -> Option<String> {
+        let skipped: Vec<(&str, u64)> = self.skipped().collect();
+        let n: u64 = skipped.iter().map(|(_, v)| v).sum();
+        if n == 0 {
+            return None;
+        }
+        let reasons: Vec<String> = skipped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let events = if n == 1 { "event" } else { "events" };
+        Some(format!("{name}: skipped {n} {events} ({})", reasons.join(", ")))
+    }
 }
 
 /// A finished trace: every table sorted, nested and linked.
