@@ -486,6 +486,14 @@ impl<'a> Converter<'a> {
                 self.builder.set_origin(origin);
             }
         }
+        // A window open at the start dropped rows against the earliest start
+        // each chunk had seen by then; now that the true one is known, the
+        // rows past its end go too, whatever the chunks' timing was.
+        if let (Keep::Window(w), Some(origin)) = (self.keep, self.seen.earliest) {
+            if let (None, Some(end)) = (w.origin, w.end) {
+                self.seen.dropped += self.builder.drop_rows_from(origin.saturating_add(end));
+            }
+        }
         (self.builder, self.seen)
     }
 
@@ -595,5 +603,51 @@ fn hip_copy_kind(name: &str, kind: Option<&str>) -> Option<CopyKind> {
         "2" => Some(CopyKind::DtoH),
         "3" => Some(CopyKind::DtoD),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(json: &str) -> RawEvent<'_> {
+        super::super::fast::event(json.as_bytes(), 0).unwrap().0
+    }
+
+    /// Two chunks read in parallel, the later one first: it judges the end
+    /// of a window open at the start from its own first row, keeps what is
+    /// past the true end, and the end of the pass drops it.
+    #[test]
+    fn a_window_open_at_the_start_is_cut_at_the_true_origin_whatever_the_timing() {
+        let keep = Keep::Window(WindowKeep {
+            origin: None,
+            start: None,
+            end: Some(100_000),
+        });
+        let (mut first, mut later) = (Converter::with_keep(keep, None), Converter::with_keep(keep, None));
+        let x = |name: &str, ts: u32| {
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "{name}", "pid": 1, "tid": 1, "ts": {ts}, "dur": 1}}"#
+            )
+        };
+        let late = [x("late_a", 1000), x("late_b", 1050), x("step", 1060)];
+        let step = r#"{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#9", "pid": 1, "tid": 1, "ts": 1070, "dur": 1}"#;
+        for (i, e) in late.iter().enumerate() {
+            later.event(i, op(e));
+        }
+        later.event(3, op(step));
+        let early = [x("origin", 10), x("inside", 109)];
+        for (i, e) in early.iter().enumerate() {
+            first.event(i, op(e));
+        }
+        first.absorb(later, 2);
+        let (b, seen) = first.into_parts();
+        let t = b.finish();
+        let names: Vec<&str> = (0..t.cpu_ops.len())
+            .map(|i| t.strings.get(t.cpu_ops.name[i]))
+            .collect();
+        assert_eq!(names, ["origin", "inside", "ProfilerStep#9"]);
+        assert_eq!(seen.dropped, 3);
+        assert_eq!(t.meta.origin_ns, 10_000);
     }
 }

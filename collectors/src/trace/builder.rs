@@ -120,6 +120,38 @@ impl TraceBuilder {
         }
     }
 
+    /// Drops the rows that start at or after `cutoff` (absolute ns), except
+    /// ProfilerSteps, and says how many went. A time window open at the
+    /// start is applied as rows come, against the earliest start seen so
+    /// far, which parallel chunks learn at different moments; this applies
+    /// it once more against the true earliest, so the rows kept never
+    /// depend on timing.
+    pub fn drop_rows_from(&mut self, cutoff: Ns) -> u64 {
+        let keep = |start: &[Ns]| -> Vec<bool> { start.iter().map(|&s| s < cutoff).collect() };
+        let mut dropped = 0u64;
+        let mut apply = |keep: Vec<bool>| -> Option<Vec<bool>> {
+            let gone = keep.iter().filter(|&&k| !k).count() as u64;
+            dropped += gone;
+            (gone > 0).then_some(keep)
+        };
+        if let Some(k) = apply(keep(&self.gpu.start)) {
+            self.gpu.retain_rows(&k);
+        }
+        if let Some(k) = apply(keep(&self.runtime.start)) {
+            self.runtime.retain_rows(&k);
+        }
+        let ops: Vec<bool> = (0..self.cpu_ops.len())
+            .map(|i| self.cpu_ops.start[i] < cutoff || self.cpu_ops.kind[i] == CpuOpKind::ProfilerStep)
+            .collect();
+        if let Some(k) = apply(ops) {
+            self.cpu_ops.retain_rows(&k);
+        }
+        if let Some(k) = apply(keep(&self.markers.start)) {
+            self.markers.retain_rows(&k);
+        }
+        dropped
+    }
+
     /// Number of rows of every kind so far.
     pub fn row_count(&self) -> usize {
         self.gpu.len() + self.runtime.len() + self.cpu_ops.len() + self.markers.len()
