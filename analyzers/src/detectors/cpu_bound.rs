@@ -52,7 +52,7 @@
 use super::{Cx, Draft, NOISE_NS};
 use crate::causes::Cause;
 use crate::format::{duration, percent_whole};
-use gapscope_collectors::trace::{CpuOpKind, OpRow};
+use gapscope_collectors::trace::{CpuOpKind, OpRow, Strings};
 use std::collections::{HashMap, HashSet};
 
 /// Share of the window a group must explain to be reported (ours).
@@ -72,28 +72,30 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         matches!(p.seg.cause, Cause::CpuOp | Cause::FrameworkOverhead)
     });
     let by = grouping(cx, &taken);
-    // Keys: `r:` + range name, `o:` + operator name, empty for overhead.
-    let key: std::collections::HashMap<usize, String> = taken
-        .iter()
-        .zip(&by)
-        .map(|(&i, b)| {
-            let k = match *b {
-                By::Range(r) => format!("r:{}", cx.name(Some(r)).unwrap_or_default()),
-                By::Operator => format!("o:{}", cx.name(cx.pieces[i].seg.op).unwrap_or_default()),
-                By::Framework => String::new(),
-            };
-            (i, k)
-        })
-        .collect();
-    let range_of: std::collections::HashMap<usize, OpRow> = taken
-        .iter()
-        .zip(&by)
-        .filter_map(|(&i, b)| match *b {
-            By::Range(r) => Some((i, r)),
-            _ => None,
-        })
-        .collect();
-    let groups = cx.groups_by_index(taken, |i| key[&i].clone());
+    // Keys: `r:` + range name, `o:` + operator name, empty for overhead;
+    // grouped by interned name first, so the text is made once per group.
+    let ops = &cx.trace.cpu_ops;
+    let name_of = |row: Option<OpRow>| row.map_or(Strings::EMPTY, |r| ops.name[r.index()]);
+    // The range row of each piece grouped by range, by piece index.
+    let mut range_of: Vec<Option<OpRow>> = vec![None; cx.pieces.len()];
+    for (&i, b) in taken.iter().zip(&by) {
+        if let By::Range(r) = *b {
+            range_of[i] = Some(r);
+        }
+    }
+    let keyed = taken.iter().zip(&by).map(|(&i, b)| {
+        let k = match *b {
+            By::Range(r) => (0u8, name_of(Some(r))),
+            By::Operator => (1, name_of(cx.pieces[i].seg.op)),
+            By::Framework => (2, Strings::EMPTY),
+        };
+        (k, i)
+    });
+    let groups = cx.groups_by_label(keyed, |&(tag, name)| match tag {
+        0 => format!("r:{}", cx.trace.strings.get(name)),
+        1 => format!("o:{}", cx.trace.strings.get(name)),
+        _ => String::new(),
+    });
     let floor = ((MIN_SHARE * cx.window_ns() as f64) as i64).max(NOISE_NS);
     let mut out = Vec::new();
     for (key, pieces) in groups {
@@ -142,7 +144,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                     advice(cx, &pieces)
                 ),
             );
-            let mut rows: Vec<OpRow> = pieces.iter().map(|i| range_of[i]).collect();
+            let mut rows: Vec<OpRow> = pieces.iter().filter_map(|&i| range_of[i]).collect();
             rows.sort_unstable();
             rows.dedup();
             d.occurrences = rows.len() as u64;

@@ -5,7 +5,7 @@
 use super::context::Cx;
 use super::pieces::Piece;
 use crate::intervals::Span;
-use gapscope_collectors::trace::Ns;
+use gapscope_collectors::trace::{FxHashMap, Ns};
 use std::collections::HashMap;
 
 /// TraceLens's idle noise floor: shorter pieces are not worth a finding on
@@ -60,13 +60,43 @@ impl Cx<'_> {
         for i in pieces {
             by.entry(key(i)).or_default().push(i);
         }
-        let mut groups: Vec<(String, Vec<usize>)> = by.into_iter().collect();
-        groups.sort_by(|a, b| {
-            self.total(&b.1)
-                .cmp(&self.total(&a.1))
-                .then_with(|| a.0.cmp(&b.0))
-        });
-        groups
+        self.largest_first(by)
+    }
+
+    /// Groups pieces by a cheap key, each group named by `label(key)` (keys
+    /// with one label make one group), largest idle first, then by label:
+    /// what [`groups_by_index`](Self::groups_by_index) gives with the label
+    /// as the key, without making a string per piece. `keyed` holds the
+    /// pieces in ascending order, as [`take`](Self::take) returns them.
+    pub fn groups_by_label<K: std::hash::Hash + Eq>(
+        &self,
+        keyed: impl IntoIterator<Item = (K, usize)>,
+        label: impl Fn(&K) -> String,
+    ) -> Vec<(String, Vec<usize>)> {
+        let mut by: FxHashMap<K, Vec<usize>> = FxHashMap::default();
+        for (k, i) in keyed {
+            by.entry(k).or_default().push(i);
+        }
+        let mut named: HashMap<String, Vec<usize>> = HashMap::new();
+        for (k, v) in by {
+            let group = named.entry(label(&k)).or_default();
+            let merged = !group.is_empty();
+            group.extend(v);
+            if merged {
+                group.sort_unstable();
+            }
+        }
+        self.largest_first(named)
+    }
+
+    /// The groups, largest idle first, then by name. Each group's total is
+    /// summed once, not once per comparison (a trace with many small
+    /// groups spent seconds summing here).
+    fn largest_first(&self, by: HashMap<String, Vec<usize>>) -> Vec<(String, Vec<usize>)> {
+        let mut groups: Vec<(Ns, String, Vec<usize>)> =
+            by.into_iter().map(|(k, v)| (self.total(&v), k, v)).collect();
+        groups.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        groups.into_iter().map(|(_, k, v)| (k, v)).collect()
     }
 
     /// Distinct values of `f` over pieces (for occurrence counts).
