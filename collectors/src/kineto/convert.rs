@@ -1,16 +1,16 @@
 //! Turns wire events into Trace rows, one chunk of `traceEvents` at a time.
 //!
 //! Each parallel chunk gets its own [`Converter`] (its own
-//! [`TraceBuilder`]); they are [`absorb`](Converter::absorb)ed in file order.
+//! [`TraceBuilder`]); they are joined in file order ([`Converter::concat`]).
 //! Whatever needs the whole trace waits for that: `B`/`E` pairs (a pair may
 //! straddle two chunks) and thread names from metadata (they apply to CPU
 //! threads only, known once every row is in).
 
 use super::category::{classify, copy_info, memset_mem, Class};
+use super::event::{Args, Event, Id};
 use super::number::micros_to_ns;
-use super::wire::{IdOrStr, IntoOwned, RawArgs, RawEvent, RawText};
+use super::wire::RawEvent;
 use crate::trace::*;
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -116,14 +116,15 @@ pub fn overlaps(start: Ns, end: Ns, lo: Option<Ns>, hi: Option<Ns>) -> bool {
 }
 
 /// Fills one [`TraceBuilder`] from events.
-pub struct Converter<'a> {
+pub struct Converter {
     /// The rows so far.
     pub builder: TraceBuilder,
     defects: Defects,
-    /// `B`/`E` events in file order, with their chunk-local index.
-    halves: Vec<(usize, RawEvent<'a>)>,
+    /// `B`/`E` events in file order, with their chunk-local index (copied:
+    /// the buffer they were read from may be reused before the end).
+    halves: Vec<(usize, RawEvent<'static>)>,
     /// `thread_name` metadata: key and name.
-    thread_names: Vec<(ThreadKey, Cow<'a, str>)>,
+    thread_names: Vec<(ThreadKey, String)>,
     /// Threads that hold CPU rows, and their builder ids.
     threads: HashMap<ThreadKey, ThreadId>,
     /// The thread of the last CPU row, and its key.
@@ -139,7 +140,7 @@ pub struct Converter<'a> {
     seen: Seen,
 }
 
-impl<'a> Converter<'a> {
+impl Converter {
     /// An empty converter that keeps the rows `keep` says.
     pub fn with_keep(keep: Keep, shared_earliest: Option<Arc<AtomicI64>>) -> Self {
         Converter {
@@ -152,31 +153,6 @@ impl<'a> Converter<'a> {
             keep,
             shared_earliest,
             seen: Seen::default(),
-        }
-    }
-
-    /// This converter with nothing borrowed from the input, so a streamed
-    /// read can reuse its buffer: the rows are owned already; the `B`/`E`
-    /// halves and thread names waiting for the end are copied.
-    pub fn detach(self) -> Converter<'static> {
-        Converter {
-            builder: self.builder,
-            defects: self.defects,
-            halves: self
-                .halves
-                .into_iter()
-                .map(|(i, ev)| (i, ev.into_owned()))
-                .collect(),
-            thread_names: self
-                .thread_names
-                .into_iter()
-                .map(|(k, n)| (k, Cow::Owned(n.into_owned())))
-                .collect(),
-            threads: self.threads,
-            last_thread: self.last_thread,
-            keep: self.keep,
-            shared_earliest: self.shared_earliest,
-            seen: self.seen,
         }
     }
 
@@ -227,30 +203,30 @@ impl<'a> Converter<'a> {
     }
 
     /// Converts event number `index` (within this chunk).
-    pub fn event(&mut self, index: usize, ev: RawEvent<'a>) {
-        match ev.ph.as_deref() {
+    pub fn event(&mut self, index: usize, ev: &Event<'_>) {
+        match ev.ph {
             Some("X") => {
-                if let Some((start, end)) = self.times(index, &ev) {
-                    self.complete(index, &ev, start, end);
+                if let Some((start, end)) = self.times(index, ev) {
+                    self.complete(index, ev, start, end);
                 }
             }
-            Some("B" | "E") => self.halves.push((index, ev)),
-            Some("i" | "I") => self.instant(index, &ev),
-            Some("C") => self.counter(index, &ev),
-            Some("M") => self.metadata(&ev),
+            Some("B" | "E") => self.halves.push((index, ev.to_raw())),
+            Some("i" | "I") => self.instant(index, ev),
+            Some("C") => self.counter(index, ev),
+            Some("M") => self.metadata(ev),
             // Flows are not defects and carry nothing new: Kineto's `ac2g`
             // flows repeat what correlation ids link, `fwdbwd` flows join
             // autograd ops that sequence numbers also join.
             Some("s" | "f" | "t") => {}
-            Some(_) => self.defect(index, "unknown_phase", || describe(&ev)),
-            None => self.defect(index, "missing_phase", || describe(&ev)),
+            Some(_) => self.defect(index, "unknown_phase", || describe(ev)),
+            None => self.defect(index, "missing_phase", || describe(ev)),
         }
     }
 
     /// Start and end of a complete event, or `None` (noted) when unusable.
-    fn times(&mut self, index: usize, ev: &RawEvent<'a>) -> Option<(Ns, Ns)> {
+    fn times(&mut self, index: usize, ev: &Event<'_>) -> Option<(Ns, Ns)> {
         let start = self.ts(index, ev)?;
-        let dur = match ev.dur.as_ref().map(|d| micros_to_ns(d.get().as_bytes())) {
+        let dur = match ev.dur.map(|d| micros_to_ns(d.as_bytes())) {
             Some(Some(d)) => d,
             Some(None) => return self.skip(index, "bad_duration", ev),
             None => return self.skip(index, "missing_duration", ev),
@@ -264,24 +240,24 @@ impl<'a> Converter<'a> {
         }
     }
 
-    fn ts(&mut self, index: usize, ev: &RawEvent<'a>) -> Option<Ns> {
-        match ev.ts.as_ref().map(|t| micros_to_ns(t.get().as_bytes())) {
+    fn ts(&mut self, index: usize, ev: &Event<'_>) -> Option<Ns> {
+        match ev.ts.map(|t| micros_to_ns(t.as_bytes())) {
             Some(Some(t)) => Some(t),
             Some(None) => self.skip(index, "bad_timestamp", ev),
             None => self.skip(index, "missing_timestamp", ev),
         }
     }
 
-    fn skip<T>(&mut self, index: usize, reason: &'static str, ev: &RawEvent<'a>) -> Option<T> {
+    fn skip<T>(&mut self, index: usize, reason: &'static str, ev: &Event<'_>) -> Option<T> {
         self.defect(index, reason, || describe(ev));
         None
     }
 
     /// A complete range, from an `X` event or a matched `B`/`E` pair.
-    fn complete(&mut self, index: usize, ev: &RawEvent<'a>, start: Ns, end: Ns) {
-        let name = ev.name.as_deref().unwrap_or("");
+    fn complete(&mut self, index: usize, ev: &Event<'_>, start: Ns, end: Ns) {
+        let name = ev.name.unwrap_or("");
         let args = ev.args.as_ref();
-        match classify(ev.cat.as_deref().unwrap_or(""), name) {
+        match classify(ev.cat.unwrap_or(""), name) {
             Class::Cpu(kind) => self.cpu_op(ev, kind, start, end),
             Class::Runtime(api) => self.runtime(ev, api, start, end),
             Class::Gpu(kind) => self.gpu(index, ev, kind, start, end),
@@ -304,12 +280,12 @@ impl<'a> Converter<'a> {
         }
     }
 
-    fn cpu_op(&mut self, ev: &RawEvent<'a>, kind: CpuOpKind, start: Ns, end: Ns) {
+    fn cpu_op(&mut self, ev: &Event<'_>, kind: CpuOpKind, start: Ns, end: Ns) {
         if self.probe(start, end) {
             return;
         }
-        let thread = self.cpu_thread(&ev.pid, &ev.tid);
-        let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
+        let thread = self.cpu_thread(ev.pid, ev.tid);
+        let name = self.builder.intern(ev.name.unwrap_or(""));
         let mut op = CpuOp::new(thread, start, end, name, kind);
         if kind == CpuOpKind::PythonFunction {
             // Python frames are named `file.py(42): fn`: the name is the source.
@@ -321,28 +297,25 @@ impl<'a> Converter<'a> {
             op.shapes = a
                 .input_dims
                 .as_ref()
-                .map_or(Strings::EMPTY, |d| self.builder.intern(d.get()));
+                .map_or(Strings::EMPTY, |d| self.builder.intern(d));
         }
         if self.keeps(start, end, kind == CpuOpKind::ProfilerStep) {
             self.builder.push_cpu_op(op);
         }
     }
 
-    fn runtime(&mut self, ev: &RawEvent<'a>, api: ApiKind, start: Ns, end: Ns) {
+    fn runtime(&mut self, ev: &Event<'_>, api: ApiKind, start: Ns, end: Ns) {
         if self.probe(start, end) {
             return;
         }
-        let thread = self.cpu_thread(&ev.pid, &ev.tid);
-        let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
+        let thread = self.cpu_thread(ev.pid, ev.tid);
+        let name = self.builder.intern(ev.name.unwrap_or(""));
         let args = ev.args.as_ref();
         let mut call = RuntimeCall::new(thread, start, end, name, id(args.and_then(|a| a.correlation)));
         call.api = api;
         call.external_id = id(args.and_then(|a| a.external_id));
         // Kept even when the call is not: its copy may be in the window.
-        if let Some(kind) = hip_copy_kind(
-            ev.name.as_deref().unwrap_or(""),
-            args.and_then(|a| a.kind.as_deref()),
-        ) {
+        if let Some(kind) = hip_copy_kind(ev.name.unwrap_or(""), args.and_then(|a| a.kind)) {
             self.builder.call_copy_kind(call.correlation, kind);
         }
         if self.keeps(start, end, false) {
@@ -350,7 +323,7 @@ impl<'a> Converter<'a> {
         }
     }
 
-    fn gpu(&mut self, index: usize, ev: &RawEvent<'a>, kind: GpuKind, start: Ns, end: Ns) {
+    fn gpu(&mut self, index: usize, ev: &Event<'_>, kind: GpuKind, start: Ns, end: Ns) {
         let args = ev.args.as_ref();
         let (Some(device), stream) = gpu_place(ev, args) else {
             return self.defect(index, "gpu_event_without_device", || describe(ev));
@@ -358,7 +331,7 @@ impl<'a> Converter<'a> {
         if self.probe(start, end) {
             return;
         }
-        let name_text = ev.name.as_deref().unwrap_or("");
+        let name_text = ev.name.unwrap_or("");
         let name = self.builder.intern(name_text);
         let mut row = GpuActivity::new(kind, device, stream, start, end, name, 0);
         if let Some(a) = args {
@@ -366,7 +339,7 @@ impl<'a> Converter<'a> {
         }
         match kind {
             GpuKind::Memcpy => {
-                let kind_arg = args.and_then(|a| a.kind.as_deref());
+                let kind_arg = args.and_then(|a| a.kind);
                 (row.copy_kind, row.src_mem, row.dst_mem) = copy_info(name_text, kind_arg);
             }
             GpuKind::Memset => row.src_mem = memset_mem(name_text),
@@ -377,23 +350,23 @@ impl<'a> Converter<'a> {
         }
     }
 
-    fn instant(&mut self, index: usize, ev: &RawEvent<'a>) {
+    fn instant(&mut self, index: usize, ev: &Event<'_>) {
         let Some(t) = self.ts(index, ev) else { return };
         if self.probe(t, t) {
             return;
         }
-        let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
+        let name = self.builder.intern(ev.name.unwrap_or(""));
         let mut m = Marker::new(MarkerKind::Instant, t, t, name);
         // Global (`g`) and process (`p`) instants belong to no thread.
-        if !matches!(ev.scope.as_deref(), Some("g" | "p")) {
-            m.thread = self.cpu_thread(&ev.pid, &ev.tid);
+        if !matches!(ev.scope, Some("g" | "p")) {
+            m.thread = self.cpu_thread(ev.pid, ev.tid);
         }
         if self.keeps(t, t, false) {
             self.builder.push_marker(m);
         }
     }
 
-    fn counter(&mut self, index: usize, ev: &RawEvent<'a>) {
+    fn counter(&mut self, index: usize, ev: &Event<'_>) {
         let Some(t) = self.ts(index, ev) else { return };
         let Some(value) = ev.args.as_ref().and_then(|a| a.first_number) else {
             return self.defect(index, "counter_without_value", || describe(ev));
@@ -401,7 +374,7 @@ impl<'a> Converter<'a> {
         if self.probe(t, t) {
             return;
         }
-        let name = self.builder.intern(ev.name.as_deref().unwrap_or(""));
+        let name = self.builder.intern(ev.name.unwrap_or(""));
         let mut m = Marker::new(MarkerKind::Counter, t, t, name);
         m.value = value;
         if self.keeps(t, t, false) {
@@ -409,19 +382,20 @@ impl<'a> Converter<'a> {
         }
     }
 
-    fn metadata(&mut self, ev: &RawEvent<'a>) {
-        if ev.name.as_deref() != Some("thread_name") {
+    fn metadata(&mut self, ev: &Event<'_>) {
+        if ev.name != Some("thread_name") {
             // process_name, process_labels, *_sort_index: display-only.
             return;
         }
-        if let Some(name) = ev.args.as_ref().and_then(|a| a.name.clone()) {
-            self.thread_names.push(((key(&ev.pid), key(&ev.tid)), name.0));
+        if let Some(name) = ev.args.as_ref().and_then(|a| a.name) {
+            self.thread_names
+                .push(((key(ev.pid), key(ev.tid)), name.to_string()));
         }
     }
 
     /// The CPU thread of `pid`/`tid`, created on first use. A label tid
     /// (`"PyTorch Profiler"`) names the thread it becomes.
-    fn cpu_thread(&mut self, pid: &IdOrStr<'a>, tid: &IdOrStr<'a>) -> ThreadId {
+    fn cpu_thread(&mut self, pid: Id<'_>, tid: Id<'_>) -> ThreadId {
         let k = (key(pid), key(tid));
         // Events come in runs from one thread: skip the hash most times.
         if let Some((last, t)) = self.last_thread {
@@ -434,7 +408,7 @@ impl<'a> Converter<'a> {
             return t;
         }
         let t = self.builder.thread(k.0, k.1);
-        if let IdOrStr::Str(s) = tid {
+        if let Id::Str(s) = tid {
             if s.trim().parse::<i64>().is_err() {
                 self.builder.set_thread_name(t, s);
             }
@@ -444,21 +418,42 @@ impl<'a> Converter<'a> {
         t
     }
 
-    /// Appends the next chunk's rows; its events are numbered from `base`.
-    pub fn absorb(&mut self, other: Converter<'a>, base: usize) {
-        // Our own defects first (numbered from 0), so examples stay in file order.
-        std::mem::take(&mut self.defects).merge_into(&mut self.builder.diagnostics, 0);
-        self.builder.append(other.builder);
-        self.last_thread = None;
-        other.defects.merge_into(&mut self.builder.diagnostics, base);
-        for k in other.threads.into_keys() {
-            let t = self.builder.thread(k.0, k.1);
-            self.threads.insert(k, t);
+    /// The converters of consecutive stretches of the events, in file
+    /// order, each with the index of its first event, joined into one (or
+    /// an empty one that keeps the rows `keep` says, when there are none).
+    pub fn concat(
+        parts: Vec<(usize, Converter)>,
+        keep: Keep,
+        shared_earliest: Option<Arc<AtomicI64>>,
+    ) -> Converter {
+        let mut out = Converter::with_keep(keep, shared_earliest);
+        let mut builders = Vec::with_capacity(parts.len());
+        let mut keys: Vec<ThreadKey> = Vec::new();
+        // Notes in file order, each part's skipped events numbered from its
+        // first event; examples are kept for the first few of each reason
+        // in the whole file.
+        let mut diagnostics = Diagnostics::default();
+        for (k, (base, mut part)) in parts.into_iter().enumerate() {
+            if k == 0 {
+                out.keep = part.keep;
+                out.shared_earliest = part.shared_earliest.take();
+            }
+            diagnostics.absorb(std::mem::take(&mut part.builder.diagnostics));
+            part.defects.merge_into(&mut diagnostics, base);
+            builders.push(part.builder);
+            keys.extend(part.threads.into_keys());
+            out.halves
+                .extend(part.halves.into_iter().map(|(i, ev)| (i + base, ev)));
+            out.thread_names.extend(part.thread_names);
+            out.seen.absorb(part.seen);
         }
-        self.halves
-            .extend(other.halves.into_iter().map(|(i, ev)| (i + base, ev)));
-        self.thread_names.extend(other.thread_names);
-        self.seen.absorb(other.seen);
+        out.builder = TraceBuilder::concat(builders);
+        out.builder.diagnostics = diagnostics;
+        for k in keys {
+            let t = out.builder.thread(k.0, k.1);
+            out.threads.insert(k, t);
+        }
+        out
     }
 
     /// Finishes what needs every chunk: `B`/`E` matching, thread names, and
@@ -500,46 +495,48 @@ impl<'a> Converter<'a> {
     /// Pairs `B` and `E` events per thread, as a stack (Trace Event Format:
     /// "B/E events must be properly nested per thread").
     fn match_begin_end(&mut self) {
-        let mut open: HashMap<ThreadKey, Vec<(usize, RawEvent<'a>, Ns)>> = HashMap::new();
-        for (index, ev) in std::mem::take(&mut self.halves) {
-            let Some(t) = self.ts(index, &ev) else { continue };
-            let k = (key(&ev.pid), key(&ev.tid));
-            if ev.ph.as_deref() == Some("B") {
-                open.entry(k).or_default().push((index, ev, t));
+        let mut open: HashMap<ThreadKey, Vec<(usize, RawEvent<'static>, Ns)>> = HashMap::new();
+        for (index, raw) in std::mem::take(&mut self.halves) {
+            let Some(t) = self.ts(index, &raw.view()) else {
+                continue;
+            };
+            let k = (key(raw.view().pid), key(raw.view().tid));
+            if raw.view().ph == Some("B") {
+                open.entry(k).or_default().push((index, raw, t));
                 continue;
             }
             match open.get_mut(&k).and_then(Vec::pop) {
-                Some((bi, begin, start)) if t >= start => self.complete(bi, &begin, start, t),
-                Some((bi, begin, _)) => self.defect(bi, "negative_duration", || describe(&begin)),
-                None => self.defect(index, "unmatched_end", || describe(&ev)),
+                Some((bi, begin, start)) if t >= start => self.complete(bi, &begin.view(), start, t),
+                Some((bi, begin, _)) => self.defect(bi, "negative_duration", || describe(&begin.view())),
+                None => self.defect(index, "unmatched_end", || describe(&raw.view())),
             }
         }
         let mut left: Vec<_> = open.into_values().flatten().collect();
         left.sort_by_key(|(i, _, _)| *i);
         for (i, ev, _) in left {
-            self.defect(i, "unmatched_begin", || describe(&ev));
+            self.defect(i, "unmatched_begin", || describe(&ev.view()));
         }
     }
 }
 
 /// Device and stream of GPU-side work: `args.device` else the pid, and
 /// `args.stream` else the tid (`-1` when neither is a number).
-fn gpu_place(ev: &RawEvent<'_>, args: Option<&RawArgs<'_>>) -> (Option<u32>, i64) {
+fn gpu_place(ev: &Event<'_>, args: Option<&Args<'_>>) -> (Option<u32>, i64) {
     let device = args
         .and_then(|a| a.device)
         .or(match ev.pid {
-            IdOrStr::Int(p) => Some(p),
+            Id::Int(p) => Some(p),
             _ => None,
         })
         .and_then(|d| u32::try_from(d).ok());
     let stream = args.and_then(|a| a.stream).or(match ev.tid {
-        IdOrStr::Int(t) => Some(t),
+        Id::Int(t) => Some(t),
         _ => None,
     });
     (device, stream.unwrap_or(-1))
 }
 
-fn fill_gpu_args(row: &mut GpuActivity, a: &RawArgs<'_>) {
+fn fill_gpu_args(row: &mut GpuActivity, a: &Args<'_>) {
     row.correlation = id(a.correlation);
     row.external_id = id(a.external_id);
     row.bytes = a.bytes.and_then(|b| u64::try_from(b).ok()).unwrap_or(0);
@@ -558,11 +555,11 @@ fn id(v: Option<i64>) -> u64 {
 /// (`"25738"` in 2021 traces) are themselves; any other label maps to a
 /// stable negative id, the same in every chunk and every run (a hash of the
 /// text), and absent ids read as the empty label.
-pub fn key(v: &IdOrStr<'_>) -> i64 {
+pub fn key(v: Id<'_>) -> i64 {
     match v {
-        IdOrStr::Int(i) => *i,
-        IdOrStr::Str(s) => s.trim().parse().unwrap_or_else(|_| label_id(s)),
-        IdOrStr::Missing => label_id(""),
+        Id::Int(i) => i,
+        Id::Str(s) => s.trim().parse().unwrap_or_else(|_| label_id(s)),
+        Id::Missing => label_id(""),
     }
 }
 
@@ -575,17 +572,17 @@ fn label_id(s: &str) -> i64 {
 }
 
 /// A short description of an event for diagnostics.
-pub fn describe(ev: &RawEvent<'_>) -> String {
-    let name = ev.name.as_deref().unwrap_or("");
+pub fn describe(ev: &Event<'_>) -> String {
+    let name = ev.name.unwrap_or("");
     let name: String = name.chars().take(80).collect();
-    let raw = |v: Option<&RawText<'_>>| v.map_or("-".to_string(), |v| v.get().chars().take(40).collect());
+    let raw = |v: Option<&str>| v.map_or("-".to_string(), |v| v.chars().take(40).collect());
     format!(
         "ph={} cat={} name={:?} ts={} dur={}",
-        ev.ph.as_deref().unwrap_or("-"),
-        ev.cat.as_deref().unwrap_or("-"),
+        ev.ph.unwrap_or("-"),
+        ev.cat.unwrap_or("-"),
         name,
-        raw(ev.ts.as_ref()),
-        raw(ev.dur.as_ref())
+        raw(ev.ts),
+        raw(ev.dur)
     )
 }
 
@@ -610,8 +607,10 @@ fn hip_copy_kind(name: &str, kind: Option<&str>) -> Option<CopyKind> {
 mod tests {
     use super::*;
 
-    fn op(json: &str) -> RawEvent<'_> {
-        super::super::fast::event(json.as_bytes(), 0).unwrap().0
+    fn op(json: &str) -> Event<'_> {
+        let mut ev = Event::default();
+        super::super::fast::event(json.as_bytes(), 0, &mut ev).unwrap();
+        ev
     }
 
     /// Two chunks read in parallel, the later one first: it judges the end
@@ -633,15 +632,15 @@ mod tests {
         let late = [x("late_a", 1000), x("late_b", 1050), x("step", 1060)];
         let step = r#"{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#9", "pid": 1, "tid": 1, "ts": 1070, "dur": 1}"#;
         for (i, e) in late.iter().enumerate() {
-            later.event(i, op(e));
+            later.event(i, &op(e));
         }
-        later.event(3, op(step));
+        later.event(3, &op(step));
         let early = [x("origin", 10), x("inside", 109)];
         for (i, e) in early.iter().enumerate() {
-            first.event(i, op(e));
+            first.event(i, &op(e));
         }
-        first.absorb(later, 2);
-        let (b, seen) = first.into_parts();
+        let joined = Converter::concat(vec![(0, first), (2, later)], keep, None);
+        let (b, seen) = joined.into_parts();
         let t = b.finish();
         let names: Vec<&str> = (0..t.cpu_ops.len())
             .map(|i| t.strings.get(t.cpu_ops.name[i]))

@@ -55,7 +55,7 @@ pub fn read_document(
         Some(b'[') => {
             let parsed = parse_events(buf, p + 1, threads, pass).map_err(|e| err.events(e))?;
             let reach = reach_of(&parsed);
-            (parsed.conv, Header::default(), reach)
+            (parsed.into_conv(pass), Header::default(), reach)
         }
         Some(&b) => return Err(err.not_json(format!("it starts with {:?}", char::from(b)))),
     };
@@ -75,7 +75,7 @@ pub fn read_document(
     Ok((builder, Reach { seen, ..reach }))
 }
 
-fn reach_of(parsed: &Parsed<'_>) -> Reach {
+fn reach_of(parsed: &Parsed) -> Reach {
     Reach {
         events: parsed.events,
         cut: matches!(parsed.end, ArrayEnd::Truncated { .. }).then_some(true),
@@ -97,22 +97,22 @@ pub(super) fn skip_bom(buf: &[u8]) -> usize {
 }
 
 /// Walks the members of the top-level object that opens before `p`.
-fn read_object<'a>(
-    buf: &'a [u8],
+fn read_object(
+    buf: &[u8],
     mut p: usize,
     threads: usize,
     pass: &Pass<'_>,
     err: &Errors<'_>,
-) -> Result<(Converter<'a>, Header, Reach), KinetoError> {
+) -> Result<(Converter, Header, Reach), KinetoError> {
     let mut header = Header::default();
-    let mut events: Option<(Converter<'a>, Reach)> = None;
+    let mut events: Option<(Converter, Reach)> = None;
     p = skip_ws(buf, p);
     if buf.get(p) == Some(&b'}') {
         return Err(err.not_a_trace("the top-level object is empty"));
     }
     // The end of the data after the events were read is a cut trailer: the
     // events stand, the trace is read as far as it goes.
-    let cut_after_events = |events: Option<(Converter<'a>, Reach)>, header: Header| match events {
+    let cut_after_events = |events: Option<(Converter, Reach)>, header: Header| match events {
         Some((conv, reach)) => Ok((
             conv,
             header,
@@ -136,9 +136,9 @@ fn read_object<'a>(
             let parsed = parse_events(buf, m.value_start + 1, threads, pass).map_err(|e| err.events(e))?;
             let reach = reach_of(&parsed);
             let ArrayEnd::Closed(end) = parsed.end else {
-                return Ok((parsed.conv, header, reach));
+                return Ok((parsed.into_conv(pass), header, reach));
             };
-            events = Some((parsed.conv, reach));
+            events = Some((parsed.into_conv(pass), reach));
             end
         } else {
             match skip_value(buf, m.value_start) {

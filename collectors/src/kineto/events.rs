@@ -15,6 +15,7 @@
 //! `, {"` inside a string at the cut).
 
 use super::convert::{Converter, Keep};
+use super::event::Event;
 use super::fast;
 use super::scan::{guess_event_start, skip_value, skip_ws, ScanError};
 use super::wire::RawEvent;
@@ -25,6 +26,15 @@ use std::sync::Arc;
 
 /// Below this many bytes the array is parsed on one thread.
 const MIN_PARALLEL_BYTES: usize = 4 << 20;
+
+/// About this many bytes per chunk: many more chunks than threads, taken
+/// by whichever thread is free, so a thread that drew a costly stretch of
+/// the file (GPU events, long stacks) does not leave the others idle at
+/// the end.
+const CHUNK_BYTES: usize = 16 << 20;
+
+/// At most this many chunks per thread.
+const MAX_CHUNKS_PER_THREAD: usize = 4;
 
 /// Progress is reported every this many bytes.
 const PROGRESS_STEP: usize = 8 << 20;
@@ -42,8 +52,10 @@ pub fn too_long() -> String {
     )
 }
 
-/// Read bytes are handed to [`Pass::release`] every this many bytes.
-const RELEASE_STEP: usize = 32 << 20;
+/// Read bytes are handed to [`Pass::release`] every this many bytes (and
+/// at the end of each chunk): what is resident of a mapped file stays
+/// within a few of these per thread.
+const RELEASE_STEP: usize = 4 << 20;
 
 /// How one pass over the events reads them.
 #[derive(Clone, Copy, Default)]
@@ -93,9 +105,9 @@ enum End {
 }
 
 /// One parsed chunk: its rows, how many events it read, where it ended.
-struct Chunk<'a> {
+struct Chunk {
     start: usize,
-    conv: Converter<'a>,
+    conv: Converter,
     events: usize,
     end: Result<End, EventsError>,
 }
@@ -120,28 +132,31 @@ pub enum ArrayEnd {
 }
 
 /// The events read: rows, how many events, how the array ended.
-pub struct Parsed<'a> {
-    /// The rows.
-    pub conv: Converter<'a>,
+pub struct Parsed {
+    /// The rows, a converter per stretch of the array in file order, each
+    /// with the index of its first event.
+    pub parts: Vec<(usize, Converter)>,
     /// Events read (complete ones, skipped or not).
     pub events: usize,
     /// How the array ended.
     pub end: ArrayEnd,
 }
 
+impl Parsed {
+    /// All the rows in one converter.
+    pub fn into_conv(self, pass: &Pass<'_>) -> Converter {
+        Converter::concat(self.parts, pass.keep, pass.shared_earliest.cloned())
+    }
+}
+
 /// Parses the array whose contents start at `body` (just after `[`), as
 /// `pass` says. A file cut inside the array is not an error: what was read
 /// is returned with [`ArrayEnd::Truncated`].
-pub fn parse_events<'a>(
-    buf: &'a [u8],
-    body: usize,
-    threads: usize,
-    pass: &Pass<'_>,
-) -> Result<Parsed<'a>, EventsError> {
+pub fn parse_events(buf: &[u8], body: usize, threads: usize, pass: &Pass<'_>) -> Result<Parsed, EventsError> {
     let threads = if pass.limit.is_some() { 1 } else { threads };
     let starts = chunk_starts(buf, body, threads);
-    let mut parsed = parse_all(buf, &starts, pass);
-    let mut main: Option<Converter<'a>> = None;
+    let mut parsed = parse_all(buf, &starts, pass, threads);
+    let mut parts: Vec<(usize, Converter)> = Vec::new();
     let mut base = 0;
     let mut pos = body;
     loop {
@@ -149,7 +164,7 @@ pub fn parse_events<'a>(
             .unwrap_or_else(|| parse_chunk(buf, pos, starts.iter().copied().find(|&s| s > pos), pass));
         let kind = match chunk.end {
             Ok(End::Boundary(p)) => {
-                absorb(&mut main, chunk.conv, base);
+                parts.push((base, chunk.conv));
                 base += chunk.events;
                 pos = p;
                 continue;
@@ -159,30 +174,24 @@ pub fn parse_events<'a>(
             Ok(End::Cut { resume, separator }) => ArrayEnd::Truncated { resume, separator },
             Err(e) => return Err(with_base(e, base)),
         };
-        absorb(&mut main, chunk.conv, base);
+        parts.push((base, chunk.conv));
         return Ok(Parsed {
-            conv: main.unwrap_or_else(|| Converter::with_keep(pass.keep, pass.shared_earliest.cloned())),
+            parts,
             events: base + chunk.events,
             end: kind,
         });
     }
 }
 
-fn absorb<'a>(main: &mut Option<Converter<'a>>, conv: Converter<'a>, base: usize) {
-    match main.as_mut() {
-        Some(m) => m.absorb(conv, base),
-        None => *main = Some(conv),
-    }
-}
-
-/// Where chunks begin: the array body, then one guessed event start per
-/// further thread, evenly spaced.
+/// Where chunks begin: the array body, then guessed event starts, evenly
+/// spaced, about [`CHUNK_BYTES`] apart and at least one per thread.
 fn chunk_starts(buf: &[u8], body: usize, threads: usize) -> Vec<usize> {
     let len = buf.len().saturating_sub(body);
-    let n = if len < MIN_PARALLEL_BYTES {
+    let threads = threads.max(1);
+    let n = if len < MIN_PARALLEL_BYTES || threads == 1 {
         1
     } else {
-        threads.max(1)
+        (len / CHUNK_BYTES).clamp(threads, threads * MAX_CHUNKS_PER_THREAD)
     };
     let mut starts = vec![body];
     for k in 1..n {
@@ -195,25 +204,33 @@ fn chunk_starts(buf: &[u8], body: usize, threads: usize) -> Vec<usize> {
     starts
 }
 
-/// Parses every chunk, the first on this thread and the rest on their own.
-fn parse_all<'a>(buf: &'a [u8], starts: &[usize], pass: &Pass<'_>) -> Vec<Option<Chunk<'a>>> {
+/// Parses every chunk on `threads` threads (this one included), each
+/// taking the next chunk not yet taken.
+fn parse_all(buf: &[u8], starts: &[usize], pass: &Pass<'_>, threads: usize) -> Vec<Option<Chunk>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let done: Vec<Mutex<Option<Chunk>>> = starts.iter().map(|_| Mutex::new(None)).collect();
+    let work = || loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&start) = starts.get(k) else { return };
+        let chunk = parse_chunk(buf, start, starts.get(k + 1).copied(), pass);
+        *done[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(chunk);
+    };
     std::thread::scope(|s| {
-        let handles: Vec<_> = (1..starts.len())
-            .map(|k| {
-                let (start, stop) = (starts[k], starts.get(k + 1).copied());
-                s.spawn(move || parse_chunk(buf, start, stop, pass))
-            })
-            .collect();
-        let first = parse_chunk(buf, starts[0], starts.get(1).copied(), pass);
-        let rest = handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-        std::iter::once(first).chain(rest).map(Some).collect()
-    })
+        let helpers: Vec<_> = (1..threads.min(starts.len())).map(|_| s.spawn(work)).collect();
+        work();
+        for h in helpers {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        }
+    });
+    done.into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect()
 }
 
 /// The parsed chunk that starts exactly at `pos`, if any.
-fn take_chunk_at<'a>(parsed: &mut [Option<Chunk<'a>>], pos: usize) -> Option<Chunk<'a>> {
+fn take_chunk_at(parsed: &mut [Option<Chunk>], pos: usize) -> Option<Chunk> {
     parsed
         .iter_mut()
         .find(|c| c.as_ref().is_some_and(|c| c.start == pos))?
@@ -237,8 +254,9 @@ fn with_base(e: EventsError, base: usize) -> EventsError {
 
 /// Parses events from `start` until the first event boundary at or past
 /// `stop` (or the array's end when `stop` is `None`), or `pass.limit` events.
-fn parse_chunk<'a>(buf: &'a [u8], start: usize, stop: Option<usize>, pass: &Pass<'_>) -> Chunk<'a> {
+fn parse_chunk(buf: &[u8], start: usize, stop: Option<usize>, pass: &Pass<'_>) -> Chunk {
     let mut conv = Converter::with_keep(pass.keep, pass.shared_earliest.cloned());
+    let mut ev = Event::default();
     let mut p = start;
     let mut events = 0;
     let mut reported = start;
@@ -270,7 +288,7 @@ fn parse_chunk<'a>(buf: &'a [u8], start: usize, stop: Option<usize>, pass: &Pass
         if pass.limit.is_some_and(|l| events >= l) {
             break Ok(End::Limit);
         }
-        match parse_one(buf, p, events, &mut conv) {
+        match parse_one(buf, p, events, &mut conv, &mut ev) {
             Ok(e) => p = skip_ws(buf, e),
             Err(EventsError::Eof) => {
                 break Ok(End::Cut {
@@ -302,6 +320,10 @@ fn parse_chunk<'a>(buf: &'a [u8], start: usize, stop: Option<usize>, pass: &Pass
     if let Some(pb) = pass.progress {
         pb.inc(p.saturating_sub(reported) as u64);
     }
+    // Nothing read is borrowed past the event that read it.
+    if let Some(release) = pass.release {
+        release(released, p.min(buf.len()));
+    }
     Chunk {
         start,
         conv,
@@ -318,9 +340,10 @@ fn parse_one<'a>(
     buf: &'a [u8],
     p: usize,
     index: usize,
-    conv: &mut Converter<'a>,
+    conv: &mut Converter,
+    ev: &mut Event<'a>,
 ) -> Result<usize, EventsError> {
-    if let Some((ev, end)) = fast::event(buf, p) {
+    if let Some(end) = fast::event(buf, p, ev) {
         if end - p > MAX_EVENT_BYTES {
             return Err(syntax(p, index, too_long()));
         }
@@ -337,7 +360,7 @@ fn parse_one<'a>(
             if end - p > MAX_EVENT_BYTES {
                 return Err(syntax(p, index, too_long()));
             }
-            conv.event(index, ev);
+            conv.event(index, &ev.view());
             Ok(end)
         }
         None => Err(EventsError::Eof),
@@ -456,7 +479,7 @@ mod tests {
         }
     }
 
-    fn names_of(conv: Converter<'_>) -> Vec<String> {
+    fn names_of(conv: Converter) -> Vec<String> {
         let tr = conv.into_builder().finish();
         (0..tr.cpu_ops.len())
             .map(|i| tr.strings.get(tr.cpu_ops.name[i]).to_string())
@@ -474,7 +497,10 @@ mod tests {
         assert_eq!(many.end, ArrayEnd::Closed(buf.len()));
         assert_eq!(many.events, 40_000);
         assert!(chunk_starts(buf, 1, 7).len() > 1);
-        let (a, b) = (names_of(one.conv), names_of(many.conv));
+        let (a, b) = (
+            names_of(one.into_conv(&Pass::default())),
+            names_of(many.into_conv(&Pass::default())),
+        );
         assert_eq!(a.len(), 40_000);
         assert_eq!(a, b);
     }
@@ -487,7 +513,7 @@ mod tests {
         let buf = json.as_bytes();
         let parsed = parse_events(buf, 1, 5, &Pass::default()).unwrap();
         assert_eq!(parsed.end, ArrayEnd::Closed(buf.len()));
-        let names = names_of(parsed.conv);
+        let names = names_of(parsed.into_conv(&Pass::default()));
         assert_eq!(names.len(), 20_000);
         assert_eq!(names[19_999], format!("19999{fake}"));
     }
@@ -507,7 +533,7 @@ mod tests {
                 4
             )
         );
-        assert_eq!(names_of(partial.conv).len(), 4);
+        assert_eq!(names_of(partial.into_conv(&Pass::default())).len(), 4);
         // Cut inside a multi-byte character: still a cut, not damage.
         let utf8 = events_json(3, |i| format!("n{i}é"));
         let at = utf8.rfind('é').unwrap() + 1;
@@ -547,7 +573,7 @@ mod tests {
     fn wrong_types_skip_the_event_only() {
         let json = r#"[{"ph": "X", "name": 5, "ts": 1, "dur": 1}, 7, {"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]"#;
         let parsed = parse_events(json.as_bytes(), 1, 1, &Pass::default()).unwrap();
-        let tr = parsed.conv.into_builder().finish();
+        let tr = parsed.into_conv(&Pass::default()).into_builder().finish();
         assert_eq!(tr.cpu_ops.len(), 1);
         assert_eq!(tr.diagnostics.counts["wrong_type"], 2);
         assert!(tr.diagnostics.examples[0].starts_with("event #0:"));

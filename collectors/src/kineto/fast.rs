@@ -1,8 +1,10 @@
 //! A fast path for reading one event: a hand-written reader for the shape
-//! Kineto writes, about 3x faster than serde_json's derive on big traces.
+//! Kineto writes, several times faster than serde_json's derive on big
+//! traces.
 //!
-//! It either returns exactly the [`RawEvent`] that serde would (the
-//! `#[derive(Deserialize)]` in `wire.rs` and its visitors) or gives up with
+//! It fills an [`Event`] with exactly what serde would read (the
+//! `#[derive(Deserialize)]` of [`RawEvent`](super::wire::RawEvent) and its
+//! visitors in `wire.rs`, seen through [`RawEvent::view`]) or gives up with
 //! `None`, and the caller then parses the event with serde, which also
 //! produces the error messages. So it only has to be *strict*: it gives up
 //! on anything it does not fully check, such as escapes (`\`) or control
@@ -10,21 +12,26 @@
 //! nesting deeper than [`MAX_DEPTH`], a repeated field, or any syntax error.
 //! Strings it keeps are UTF-8 validated as serde's are; JSON it skips is
 //! checked for syntax as serde's `IgnoredAny` does.
+//!
+//! Where the time goes: strings are scanned 16 bytes at a time (the
+//! closing quote, any escape or control byte, and whether all is ASCII, in
+//! one pass), keys are told apart by length first, integers are read while
+//! their grammar is checked, and the event is written in place.
 
-use super::wire::{parse_int_text, CowStr, IdOrStr, RawArgs, RawEvent, RawText};
-use memchr::memchr2;
-use std::borrow::Cow;
+use super::event::{Args, Event, Id};
+use super::wire::parse_int_text;
 
 /// Nesting the fast path handles; deeper values go to serde (whose own
 /// limit is 128).
 const MAX_DEPTH: usize = 64;
 
-/// Reads the event whose `{` is at `start`; returns it and the position
-/// just after its `}`, or `None` to let serde read it.
-pub fn event(buf: &[u8], start: usize) -> Option<(RawEvent<'_>, usize)> {
+/// Reads the event whose `{` is at `start` into `ev`; returns the position
+/// just after its `}`, or `None` to let serde read it (`ev` is then
+/// unspecified).
+pub fn event<'a>(buf: &'a [u8], start: usize, ev: &mut Event<'a>) -> Option<usize> {
     let mut r = Reader { b: buf, p: start };
-    let ev = r.event()?;
-    Some((ev, r.p))
+    r.event(ev)?;
+    Some(r.p)
 }
 
 struct Reader<'a> {
@@ -43,14 +50,120 @@ enum Lead {
     Array,
 }
 
+/// The keys of an event the importer reads.
+#[derive(Clone, Copy, PartialEq)]
+enum Field {
+    Ph,
+    Cat,
+    Name,
+    Pid,
+    Tid,
+    Ts,
+    Dur,
+    Scope,
+    Args,
+    Other,
+}
+
+impl Field {
+    fn of(key: &[u8]) -> Field {
+        match key.len() {
+            1 if key == b"s" => Field::Scope,
+            2 if key == b"ph" => Field::Ph,
+            2 if key == b"ts" => Field::Ts,
+            3 => match key {
+                b"cat" => Field::Cat,
+                b"pid" => Field::Pid,
+                b"tid" => Field::Tid,
+                b"dur" => Field::Dur,
+                _ => Field::Other,
+            },
+            4 => match key {
+                b"name" => Field::Name,
+                b"args" => Field::Args,
+                _ => Field::Other,
+            },
+            _ => Field::Other,
+        }
+    }
+
+    /// A bit per field, to refuse a repeated one as serde's derive does.
+    fn bit(self) -> u16 {
+        match self {
+            Field::Other => 0,
+            f => 1 << f as u16,
+        }
+    }
+}
+
+/// The `args` keys the importer reads.
+#[derive(Clone, Copy, PartialEq)]
+enum Arg {
+    ExternalId,
+    Correlation,
+    Device,
+    Stream,
+    Bytes,
+    Grid,
+    Block,
+    Registers,
+    SharedMem,
+    Sequence,
+    InputDims,
+    Name,
+    Kind,
+    Other,
+}
+
+impl Arg {
+    fn of(key: &[u8]) -> Arg {
+        match key.len() {
+            4 => match key {
+                b"grid" => Arg::Grid,
+                b"name" => Arg::Name,
+                b"kind" => Arg::Kind,
+                _ => Arg::Other,
+            },
+            5 => match key {
+                b"bytes" => Arg::Bytes,
+                b"block" => Arg::Block,
+                _ => Arg::Other,
+            },
+            6 => match key {
+                b"device" => Arg::Device,
+                b"stream" => Arg::Stream,
+                _ => Arg::Other,
+            },
+            10 if key == b"Input Dims" => Arg::InputDims,
+            11 => match key {
+                b"External id" | b"external id" => Arg::ExternalId,
+                b"correlation" => Arg::Correlation,
+                _ => Arg::Other,
+            },
+            13 if key == b"shared memory" => Arg::SharedMem,
+            15 if key == b"Sequence number" => Arg::Sequence,
+            20 if key == b"registers per thread" => Arg::Registers,
+            _ => Arg::Other,
+        }
+    }
+}
+
 impl<'a> Reader<'a> {
+    #[inline(always)]
     fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.p) {
-            self.p += 1;
+        loop {
+            match self.b.get(self.p) {
+                // Every whitespace byte is at or below the space: most
+                // calls stop at the first test.
+                Some(&c) if c > b' ' => return,
+                Some(b' ' | b'\n' | b'\r' | b'\t') => self.p += 1,
+                _ => return,
+            }
         }
     }
 
     /// Skips whitespace and says what the next value is.
+    #[inline]
     fn lead(&mut self) -> Option<Lead> {
         self.ws();
         Some(match *self.b.get(self.p)? {
@@ -64,34 +177,29 @@ impl<'a> Reader<'a> {
         })
     }
 
+    #[inline]
     fn eat(&mut self, c: u8) -> Option<()> {
         self.ws();
         (self.b.get(self.p) == Some(&c)).then(|| self.p += 1)
     }
 
     /// The raw bytes of the string at `p` (which is `"`), without its
-    /// quotes; `None` on escapes, control bytes or a missing end.
-    fn string_bytes(&mut self) -> Option<&'a [u8]> {
+    /// quotes, and whether they are all ASCII; `None` on escapes, control
+    /// bytes or a missing end.
+    #[inline]
+    fn string_bytes(&mut self) -> Option<(&'a [u8], bool)> {
         let start = self.p + 1;
-        let rest = self.b.get(start..)?;
-        let i = memchr2(b'"', b'\\', rest)?;
-        if rest[i] == b'\\' {
-            return None;
-        }
-        let s = &rest[..i];
-        // Branch-free so it vectorizes: any byte below 0x20 is invalid JSON.
-        if s.iter().fold(false, |bad, &c| bad | (c < 0x20)) {
-            return None;
-        }
-        self.p = start + i + 1;
-        Some(s)
+        let (end, ascii) = scan_string(self.b, start)?;
+        self.p = end + 1;
+        Some((&self.b[start..end], ascii))
     }
 
     /// A string to keep: validated as UTF-8 (serde's borrowed strings are).
+    #[inline]
     fn string(&mut self) -> Option<&'a str> {
-        let s = self.string_bytes()?;
-        if s.iter().fold(0u8, |hi, &c| hi | c) < 0x80 {
-            return Some(ascii(s));
+        let (s, ascii) = self.string_bytes()?;
+        if ascii {
+            return Some(ascii_str(s));
         }
         std::str::from_utf8(s).ok()
     }
@@ -100,13 +208,12 @@ impl<'a> Reader<'a> {
     fn string_raw(&mut self) -> Option<&'a str> {
         let start = self.p;
         self.string()?;
-        std::str::from_utf8(&self.b[start..self.p]).ok()
+        Some(ascii_or_utf8(&self.b[start..self.p]))
     }
 
     /// A JSON number's text, checked against the grammar
-    /// `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`; `int` says whether it
-    /// had neither fraction nor exponent.
-    fn number(&mut self) -> Option<(&'a str, bool)> {
+    /// `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
+    fn number(&mut self) -> Option<&'a str> {
         let b = self.b;
         let start = self.p;
         let mut p = start;
@@ -118,9 +225,7 @@ impl<'a> Reader<'a> {
             Some(b'1'..=b'9') => p = digits(b, p),
             _ => return None,
         }
-        let mut int = true;
         if b.get(p) == Some(&b'.') {
-            int = false;
             let q = digits(b, p + 1);
             if q == p + 1 {
                 return None;
@@ -128,7 +233,6 @@ impl<'a> Reader<'a> {
             p = q;
         }
         if let Some(b'e' | b'E') = b.get(p) {
-            int = false;
             p += 1;
             if let Some(b'+' | b'-') = b.get(p) {
                 p += 1;
@@ -140,24 +244,42 @@ impl<'a> Reader<'a> {
             p = q;
         }
         self.p = p;
-        Some((ascii(&b[start..p]), int))
+        Some(ascii_str(&b[start..p]))
     }
 
-    /// An integer that surely fits an `i64` (at most 18 digits); other
-    /// numbers give up.
+    /// An integer without fraction or exponent that surely fits an `i64`
+    /// (at most 18 digits); other numbers give up.
+    #[inline]
     fn int(&mut self) -> Option<i64> {
-        let (text, int) = self.number()?;
-        let (neg, digits) = match text.strip_prefix('-') {
-            Some(d) => (true, d),
-            None => (false, text),
-        };
-        if !int || digits.len() > 18 {
+        let b = self.b;
+        let mut p = self.p;
+        let neg = b.get(p) == Some(&b'-');
+        if neg {
+            p += 1;
+        }
+        let first = p;
+        let mut n: i64 = 0;
+        match b.get(p) {
+            Some(b'0') => p += 1,
+            Some(b'1'..=b'9') => {
+                while let Some(&d @ b'0'..=b'9') = b.get(p) {
+                    n = n * 10 + i64::from(d - b'0');
+                    p += 1;
+                    if p - first > 18 {
+                        return None;
+                    }
+                }
+            }
+            _ => return None,
+        }
+        if let Some(b'.' | b'e' | b'E') = b.get(p) {
             return None;
         }
-        let n = digits.bytes().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+        self.p = p;
         Some(if neg { -n } else { n })
     }
 
+    #[inline]
     fn literal(&mut self) -> Option<()> {
         let rest = &self.b[self.p..];
         let n = if rest.starts_with(b"null") || rest.starts_with(b"true") {
@@ -182,7 +304,7 @@ impl<'a> Reader<'a> {
                     return None;
                 }
                 self.p += 1;
-                self.members(|r, _| r.skip(depth + 1))
+                self.members(|r, _, _| r.skip(depth + 1))
             }
             Lead::Array => {
                 if depth >= MAX_DEPTH {
@@ -211,20 +333,23 @@ impl<'a> Reader<'a> {
     }
 
     /// Walks the members of an object whose `{` was just passed, calling
-    /// `value` with each key (escape-free) positioned at the value.
-    fn members(&mut self, mut value: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+    /// `value` with each key (escape-free, and whether it is ASCII)
+    /// positioned at the value.
+    #[inline]
+    fn members(&mut self, mut value: impl FnMut(&mut Self, &'a [u8], bool) -> Option<()>) -> Option<()> {
         self.ws();
         if self.b.get(self.p) == Some(&b'}') {
             self.p += 1;
             return Some(());
         }
         loop {
-            if self.lead()? != Lead::Str {
+            self.ws();
+            if self.b.get(self.p) != Some(&b'"') {
                 return None;
             }
-            let key = self.string_bytes()?;
+            let (key, ascii) = self.string_bytes()?;
             self.eat(b':')?;
-            value(self, key)?;
+            value(self, key, ascii)?;
             self.ws();
             match self.b.get(self.p)? {
                 b',' => self.p += 1,
@@ -238,30 +363,33 @@ impl<'a> Reader<'a> {
     }
 
     /// `Option<CowStr>`: a string, or null.
-    fn opt_str(&mut self) -> Option<Option<CowStr<'a>>> {
+    #[inline]
+    fn opt_str(&mut self) -> Option<Option<&'a str>> {
         match self.lead()? {
-            Lead::Str => Some(Some(CowStr(Cow::Borrowed(self.string()?)))),
+            Lead::Str => Some(Some(self.string()?)),
             Lead::Null => self.literal().map(|()| None),
             _ => None,
         }
     }
 
     /// `IdOrStr`: an integer, a label, or (null, a boolean) missing.
-    fn id_or_str(&mut self) -> Option<IdOrStr<'a>> {
+    #[inline]
+    fn id(&mut self) -> Option<Id<'a>> {
         match self.lead()? {
-            Lead::Str => Some(IdOrStr::Str(Cow::Borrowed(self.string()?))),
-            Lead::Num => self.int().map(IdOrStr::Int),
-            Lead::Null | Lead::Bool => self.literal().map(|()| IdOrStr::Missing),
+            Lead::Num => self.int().map(Id::Int),
+            Lead::Str => Some(Id::Str(self.string()?)),
+            Lead::Null | Lead::Bool => self.literal().map(|()| Id::Missing),
             _ => None,
         }
     }
 
     /// `Option<RawText>` for `ts`/`dur`: a number or a string as written;
     /// null is `None`.
-    fn raw_scalar(&mut self) -> Option<Option<RawText<'a>>> {
+    #[inline]
+    fn raw_scalar(&mut self) -> Option<Option<&'a str>> {
         match self.lead()? {
-            Lead::Str => self.string_raw().map(|s| Some(RawText(Cow::Borrowed(s)))),
-            Lead::Num => self.number().map(|(s, _)| Some(RawText(Cow::Borrowed(s)))),
+            Lead::Num => self.number().map(Some),
+            Lead::Str => self.string_raw().map(Some),
             Lead::Null => self.literal().map(|()| None),
             _ => None,
         }
@@ -269,10 +397,11 @@ impl<'a> Reader<'a> {
 
     /// `LooseInt`: an integer, an integer string (`"7"`, `"0x1f"`), else
     /// absent (null, booleans, other strings).
+    #[inline]
     fn loose_int(&mut self) -> Option<Option<i64>> {
         match self.lead()? {
-            Lead::Str => self.string().map(parse_int_text),
             Lead::Num => self.int().map(Some),
+            Lead::Str => self.string().map(parse_int_text),
             Lead::Null | Lead::Bool => self.literal().map(|()| None),
             _ => None,
         }
@@ -318,9 +447,9 @@ impl<'a> Reader<'a> {
 
     /// A value read as `Scalar` and kept only if a string (`args.name`,
     /// `args.kind`).
-    fn scalar_string(&mut self) -> Option<Option<CowStr<'a>>> {
+    fn scalar_string(&mut self) -> Option<Option<&'a str>> {
         match self.lead()? {
-            Lead::Str => self.string().map(|s| Some(CowStr(Cow::Borrowed(s)))),
+            Lead::Str => self.string().map(Some),
             Lead::Num => self.int().map(|_| None),
             Lead::Null | Lead::Bool => self.literal().map(|()| None),
             _ => None,
@@ -328,121 +457,164 @@ impl<'a> Reader<'a> {
     }
 
     /// A value read as `Scalar` and kept only if a number (`as_f64`).
+    #[inline]
     fn scalar_number(&mut self) -> Option<Option<f64>> {
         match self.lead()? {
-            Lead::Str => self.string().map(|_| None),
             Lead::Num => self.int().map(|i| Some(i as f64)),
+            Lead::Str => self.string().map(|_| None),
             Lead::Null | Lead::Bool => self.literal().map(|()| None),
             _ => None,
         }
     }
 
-    fn args(&mut self) -> Option<Option<RawArgs<'a>>> {
+    fn args(&mut self, out: &mut Option<Args<'a>>) -> Option<()> {
         match self.lead()? {
             Lead::Object => self.p += 1,
-            Lead::Null => return self.literal().map(|()| None),
+            Lead::Null => {
+                *out = None;
+                return self.literal();
+            }
             _ => return None,
         }
-        let mut a = RawArgs::default();
-        self.members(|r, key| {
-            match key {
-                b"External id" | b"external id" => a.external_id = r.loose_int()?,
-                b"correlation" => a.correlation = r.loose_int()?,
-                b"device" => a.device = r.loose_int()?,
-                b"stream" => a.stream = r.loose_int()?,
-                b"bytes" => a.bytes = r.loose_int()?,
-                b"grid" => a.grid = r.dims()?,
-                b"block" => a.block = r.dims()?,
-                b"registers per thread" => a.registers = r.loose_int()?,
-                b"shared memory" => a.shared_mem = r.loose_int()?,
-                b"Sequence number" => a.sequence = r.loose_int()?,
-                b"Input Dims" => {
+        let a = out.insert(Args::default());
+        self.members(|r, key, ascii| {
+            match Arg::of(key) {
+                Arg::ExternalId => a.external_id = r.loose_int()?,
+                Arg::Correlation => a.correlation = r.loose_int()?,
+                Arg::Device => a.device = r.loose_int()?,
+                Arg::Stream => a.stream = r.loose_int()?,
+                Arg::Bytes => a.bytes = r.loose_int()?,
+                Arg::Grid => a.grid = r.dims()?,
+                Arg::Block => a.block = r.dims()?,
+                Arg::Registers => a.registers = r.loose_int()?,
+                Arg::SharedMem => a.shared_mem = r.loose_int()?,
+                Arg::Sequence => a.sequence = r.loose_int()?,
+                Arg::InputDims => {
                     r.ws();
                     let start = r.p;
                     r.skip(1)?;
-                    a.input_dims = Some(RawText(Cow::Borrowed(
-                        std::str::from_utf8(&r.b[start..r.p]).ok()?,
-                    )));
+                    a.input_dims = Some(std::str::from_utf8(&r.b[start..r.p]).ok()?);
                 }
-                b"name" => a.name = r.scalar_string()?,
-                b"kind" => a.kind = r.scalar_string()?,
+                Arg::Name => a.name = r.scalar_string()?,
+                Arg::Kind => a.kind = r.scalar_string()?,
                 // Keys are matched as text, so a non-UTF-8 key is serde's.
-                _ if std::str::from_utf8(key).is_err() => return None,
-                _ if a.first_number.is_none() => a.first_number = r.scalar_number()?,
-                _ => r.skip(1)?,
+                Arg::Other if !ascii && std::str::from_utf8(key).is_err() => return None,
+                Arg::Other if a.first_number.is_none() => a.first_number = r.scalar_number()?,
+                Arg::Other => r.skip(1)?,
             }
             Some(())
-        })?;
-        Some(Some(a))
+        })
     }
 
-    fn event(&mut self) -> Option<RawEvent<'a>> {
+    fn event(&mut self, ev: &mut Event<'a>) -> Option<()> {
         if self.lead()? != Lead::Object {
             return None;
         }
         self.p += 1;
-        let mut ev = RawEvent::default();
+        *ev = Event::default();
         let mut seen = 0u16;
-        self.members(|r, key| {
-            let bit = match key {
-                b"ph" => {
-                    ev.ph = r.opt_str()?;
-                    1
-                }
-                b"cat" => {
-                    ev.cat = r.opt_str()?;
-                    2
-                }
-                b"name" => {
-                    ev.name = r.opt_str()?;
-                    4
-                }
-                b"pid" => {
-                    ev.pid = r.id_or_str()?;
-                    8
-                }
-                b"tid" => {
-                    ev.tid = r.id_or_str()?;
-                    16
-                }
-                b"ts" => {
-                    ev.ts = r.raw_scalar()?;
-                    32
-                }
-                b"dur" => {
-                    ev.dur = r.raw_scalar()?;
-                    64
-                }
-                b"s" => {
-                    ev.scope = r.opt_str()?;
-                    128
-                }
-                b"args" => {
-                    ev.args = r.args()?;
-                    256
-                }
-                _ if std::str::from_utf8(key).is_err() => return None,
-                _ => {
-                    r.skip(1)?;
-                    0
-                }
-            };
+        self.members(|r, key, ascii| {
+            let field = Field::of(key);
+            match field {
+                Field::Ph => ev.ph = r.opt_str()?,
+                Field::Cat => ev.cat = r.opt_str()?,
+                Field::Name => ev.name = r.opt_str()?,
+                Field::Pid => ev.pid = r.id()?,
+                Field::Tid => ev.tid = r.id()?,
+                Field::Ts => ev.ts = r.raw_scalar()?,
+                Field::Dur => ev.dur = r.raw_scalar()?,
+                Field::Scope => ev.scope = r.opt_str()?,
+                Field::Args => r.args(&mut ev.args)?,
+                Field::Other if !ascii && std::str::from_utf8(key).is_err() => return None,
+                Field::Other => r.skip(1)?,
+            }
             // serde's derive rejects a repeated field: let it say so.
+            let bit = field.bit();
             if seen & bit != 0 {
                 return None;
             }
             seen |= bit;
             Some(())
-        })?;
-        Some(ev)
+        })
     }
+}
+
+/// The closing quote of the string whose text starts at `p`, and whether
+/// the text before it is all ASCII; `None` at a backslash, a control byte
+/// (below 0x20, invalid in JSON strings) or the end of the data.
+#[inline]
+fn scan_string(b: &[u8], p: usize) -> Option<(usize, bool)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        scan_string_sse2(b, p)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        scan_string_bytes(b, p, true)
+    }
+}
+
+/// [`scan_string`] 16 bytes at a time (SSE2, which every x86-64 has), the
+/// last few bytes of the data one at a time.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn scan_string_sse2(b: &[u8], mut p: usize) -> Option<(usize, bool)> {
+    use std::arch::x86_64::*;
+    let mut high = 0u32;
+    while p + 16 <= b.len() {
+        // SAFETY: the 16 bytes at `p` are inside `b` (checked just above);
+        // SSE2 is part of the x86-64 baseline.
+        let (stop, hi) = unsafe {
+            let x = _mm_loadu_si128(b.as_ptr().add(p).cast::<__m128i>());
+            let quote = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8));
+            let slash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
+            // x <= 0x1f (unsigned) exactly when min(x, 0x1f) == x.
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x);
+            let stop = _mm_or_si128(_mm_or_si128(quote, slash), control);
+            (_mm_movemask_epi8(stop) as u32, _mm_movemask_epi8(x) as u32)
+        };
+        if stop != 0 {
+            let i = stop.trailing_zeros();
+            let at = p + i as usize;
+            let ascii = (high | (hi & ((1u32 << i) - 1))) == 0;
+            return (b[at] == b'"').then_some((at, ascii));
+        }
+        high |= hi;
+        p += 16;
+    }
+    scan_string_bytes(b, p, high == 0)
+}
+
+/// [`scan_string`] a byte at a time, from `p`, the bytes before it ASCII
+/// when `ascii`.
+#[inline]
+fn scan_string_bytes(b: &[u8], mut p: usize, mut ascii: bool) -> Option<(usize, bool)> {
+    while let Some(&c) = b.get(p) {
+        match c {
+            b'"' => return Some((p, ascii)),
+            b'\\' | 0..=0x1f => return None,
+            0x80.. => ascii = false,
+            _ => {}
+        }
+        p += 1;
+    }
+    None
 }
 
 /// Text known to be ASCII (checked by the caller, or matched by the number
 /// grammar) as a `str`, without validating it again.
-fn ascii(s: &[u8]) -> &str {
+#[inline]
+fn ascii_str(s: &[u8]) -> &str {
     debug_assert!(s.is_ascii());
     // SAFETY: every caller passes bytes below 0x80, which are valid UTF-8.
+    unsafe { std::str::from_utf8_unchecked(s) }
+}
+
+/// Text already validated as UTF-8 by [`Reader::string`], with its quotes.
+fn ascii_or_utf8(s: &[u8]) -> &str {
+    debug_assert!(std::str::from_utf8(s).is_ok());
+    // SAFETY: the caller validated the string between the quotes (the
+    // quotes are ASCII).
     unsafe { std::str::from_utf8_unchecked(s) }
 }
 
@@ -455,6 +627,7 @@ fn digits(b: &[u8], mut p: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wire::RawEvent;
     use super::*;
 
     /// What serde reads, as `parse_one`'s fallback does.
@@ -464,12 +637,21 @@ mod tests {
         Some((ev, s.byte_offset()))
     }
 
+    /// What the fast path reads, and where it stops.
+    fn fast(json: &str) -> Option<(Event<'_>, usize)> {
+        let mut ev = Event::default();
+        let end = event(json.as_bytes(), 0, &mut ev)?;
+        Some((ev, end))
+    }
+
     /// The fast path either gives up or agrees with serde exactly.
     fn check(json: &str) -> bool {
-        match event(json.as_bytes(), 0) {
+        match fast(json) {
             None => false,
-            Some(fast) => {
-                assert_eq!(Some(&fast), serde(json).as_ref(), "{json}");
+            Some((ev, end)) => {
+                let (raw, serde_end) = serde(json).unwrap_or_else(|| panic!("serde refused {json}"));
+                assert_eq!(ev, raw.view(), "{json}");
+                assert_eq!(end, serde_end, "{json}");
                 true
             }
         }
@@ -521,10 +703,10 @@ mod tests {
             "7",
             "[1]",
         ] {
-            assert!(event(json.as_bytes(), 0).is_none(), "the fast path read {json}");
+            assert!(fast(json).is_none(), "the fast path read {json}");
         }
         let deep = format!(r#"{{"x": {}1{}}}"#, "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
-        assert!(event(deep.as_bytes(), 0).is_none());
+        assert!(fast(&deep).is_none());
         let ok = format!(r#"{{"x": {}1{}}}"#, "[".repeat(10), "]".repeat(10));
         assert!(check(&ok));
     }
@@ -575,9 +757,54 @@ mod tests {
     #[test]
     fn stops_just_after_the_event() {
         let json = r#"{"ph": "X", "ts": 1} , {"ph": "B"}"#;
-        let (_, end) = event(json.as_bytes(), 0).unwrap();
+        let (_, end) = fast(json).unwrap();
         assert_eq!(&json[end..], " , {\"ph\": \"B\"}");
-        let (_, end) = event(json.as_bytes(), end + 3).unwrap();
+        let mut ev = Event::default();
+        let end = event(json.as_bytes(), end + 3, &mut ev).unwrap();
         assert_eq!(end, json.len());
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::*;
+
+    /// The string scan, 16 bytes at a time or one at a time, finds what a
+    /// byte-by-byte reading of the rule finds, wherever the stop falls.
+    #[test]
+    fn string_scan_agrees_with_the_rule_at_every_position() {
+        let rule = |b: &[u8], p: usize| -> Option<(usize, bool)> {
+            let mut ascii = true;
+            for (i, &c) in b.iter().enumerate().skip(p) {
+                if c == b'"' {
+                    return Some((i, ascii));
+                }
+                if c == b'\\' || c < 0x20 {
+                    return None;
+                }
+                ascii &= c < 0x80;
+            }
+            None
+        };
+        let fillers: [&[u8]; 3] = [b"a", "é".as_bytes(), b"\x7f"];
+        for stop in [&b"\""[..], b"\\", b"\n", b"\x00", b"\x1f", b""] {
+            for len in 0..40 {
+                for filler in fillers {
+                    for odd_at in [None, Some(0), Some(len / 2)] {
+                        let mut text: Vec<u8> = Vec::new();
+                        for i in 0..len {
+                            text.extend_from_slice(if Some(i) == odd_at { filler } else { b"x" });
+                        }
+                        text.extend_from_slice(stop);
+                        text.extend_from_slice(b"tail\" pad pad pad pad pad");
+                        for cut in [text.len(), text.len() - 20] {
+                            let b = &text[..cut];
+                            assert_eq!(scan_string(b, 0), rule(b, 0), "{:?}", String::from_utf8_lossy(b));
+                            assert_eq!(scan_string_bytes(b, 0, true), rule(b, 0));
+                        }
+                    }
+                }
+            }
+        }
     }
 }

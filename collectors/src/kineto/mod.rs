@@ -11,14 +11,19 @@
 //! How it reads a file:
 //! 1. the bytes: a plain file is mapped, not read, and the pages the parse
 //!    has moved past are given back as it goes; a file that starts with
-//!    gzip's magic `1f 8b` is inflated a buffer at a time (`stream.rs`);
+//!    gzip's magic `1f 8b` is inflated on a thread of its own, a few blocks
+//!    ahead of the parse, into a buffer the parse walks (`stream.rs`);
 //! 2. the top-level object (`document.rs`): header keys with serde, the
-//!    `traceEvents` array cut into chunks at event boundaries (`events.rs`);
-//! 3. each chunk on its own thread into borrowed flat structs (`wire.rs`; a
-//!    hand-written reader in `fast.rs` for the usual shapes, serde for the
-//!    rest and for errors) and on into a
-//!    [`TraceBuilder`](crate::trace::TraceBuilder) (`convert.rs`);
-//! 4. the builders appended in file order and finished.
+//!    `traceEvents` array cut into chunks at event boundaries (`events.rs`),
+//!    several per thread;
+//! 3. the chunks, each taken by whichever thread is free, read event by
+//!    event into a small borrowed `Event` (`event.rs`; a
+//!    hand-written reader in `fast.rs` for the usual shapes, serde's derive
+//!    of `wire.rs` for the rest and for errors) and on into a
+//!    [`TraceBuilder`](crate::trace::TraceBuilder) per chunk (`convert.rs`);
+//! 4. the chunks' builders joined in file order into tables allocated once
+//!    at their final size, and finished (sorted, nested, linked) on two
+//!    threads.
 //!
 //! The JSON is never held as a DOM, nor whole: peak memory is the tables
 //! plus the part of the JSON being parsed. Times are read from the number text, exactly, into
@@ -30,6 +35,7 @@ mod category;
 mod convert;
 mod document;
 mod error;
+mod event;
 mod events;
 mod fast;
 mod number;
@@ -90,7 +96,7 @@ pub fn import_file_partial(
             // a second pass.
             FileBytes::Mapped(map) => {
                 drop(map);
-                let open = || -> std::io::Result<Box<dyn Read>> {
+                let open = || -> std::io::Result<Box<dyn Read + Send>> {
                     Ok(Box::new(std::io::BufReader::with_capacity(
                         1 << 20,
                         std::fs::File::open(path)?,
@@ -100,7 +106,7 @@ pub fn import_file_partial(
             }
             // A pipe can be read once: what it gave is in memory.
             FileBytes::Read(data) => {
-                let open = || -> std::io::Result<Box<dyn Read + '_>> { Ok(Box::new(&data[..])) };
+                let open = || -> std::io::Result<Box<dyn Read + Send + '_>> { Ok(Box::new(&data[..])) };
                 import(&Input::Gzip { open: &open, size }, &file, opts, limits)
             }
         }
@@ -153,7 +159,7 @@ enum Input<'i> {
     /// Gzip: `open` gives the compressed bytes from the start (once per
     /// pass), `size` of them.
     Gzip {
-        open: &'i dyn Fn() -> std::io::Result<Box<dyn Read + 'i>>,
+        open: &'i dyn Fn() -> std::io::Result<Box<dyn Read + Send + 'i>>,
         size: usize,
     },
 }
@@ -409,7 +415,7 @@ pub fn import_bytes_partial(
     limits: &ReadLimits,
 ) -> Result<Imported, KinetoError> {
     if is_gzip(bytes) {
-        let open = || -> std::io::Result<Box<dyn Read + '_>> { Ok(Box::new(bytes)) };
+        let open = || -> std::io::Result<Box<dyn Read + Send + '_>> { Ok(Box::new(bytes)) };
         import(
             &Input::Gzip {
                 open: &open,

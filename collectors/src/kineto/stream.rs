@@ -138,14 +138,85 @@ pub struct Streamed {
 /// [`read_document`](super::document::read_document) reads a buffer.
 /// `io_error` turns a read error into the file's error (for gzip: corrupt
 /// data).
-pub fn read_stream<R: Read>(
+pub fn read_stream<R: Read + Send>(
     reader: R,
     file: &str,
     threads: usize,
     pass: &Pass<'_>,
     io_error: &dyn Fn(std::io::Error) -> KinetoError,
 ) -> Result<Streamed, KinetoError> {
-    read_in_pieces(reader, READ_SIZE, file, threads, pass, io_error)
+    // The reader (gzip's inflation: one core's work, as long as the parse
+    // or longer) runs on a thread of its own, a few blocks ahead of the
+    // parse that reads what it gave.
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(BLOCKS_AHEAD);
+        s.spawn(move || produce(reader, &tx));
+        let pipe = Pipe {
+            blocks: rx,
+            block: Vec::new(),
+            at: 0,
+        };
+        read_in_pieces(pipe, READ_SIZE, file, threads, pass, io_error)
+    })
+}
+
+/// Bytes the reader thread hands over at a time.
+const BLOCK: usize = 4 << 20;
+
+/// Blocks the reader thread may read ahead of the parse.
+const BLOCKS_AHEAD: usize = 4;
+
+/// What the reader thread hands over: data, or the error that ended it.
+type Block = std::io::Result<Vec<u8>>;
+
+/// Reads `reader` to its end (or first error) in blocks of [`BLOCK`]
+/// bytes, sending each; stops early when the parse no longer listens.
+fn produce<R: Read>(mut reader: R, tx: &std::sync::mpsc::SyncSender<Block>) {
+    loop {
+        let mut block = Vec::with_capacity(BLOCK);
+        let got = (&mut reader).take(BLOCK as u64).read_to_end(&mut block);
+        let (last, error) = match got {
+            Ok(n) => (n < BLOCK, None),
+            Err(e) => (true, Some(e)),
+        };
+        if !block.is_empty() && tx.send(Ok(block)).is_err() {
+            return;
+        }
+        if let Some(e) = error {
+            let _ = tx.send(Err(e));
+        }
+        if last {
+            return;
+        }
+    }
+}
+
+/// The reading end of [`produce`]: the blocks, in order, then the error
+/// that ended them (if any) at the same place in the data.
+struct Pipe {
+    blocks: std::sync::mpsc::Receiver<Block>,
+    block: Vec<u8>,
+    at: usize,
+}
+
+impl Read for Pipe {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.block.len() {
+            match self.blocks.recv() {
+                Ok(Ok(block)) => {
+                    self.block = block;
+                    self.at = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                // The reader thread is done: the end of the data.
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.block.len() - self.at);
+        out[..n].copy_from_slice(&self.block[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
 }
 
 /// [`read_stream`], reading `read_size` bytes at a time.
@@ -238,16 +309,16 @@ fn read_object<R: Read>(
     threads: usize,
     pass: &Pass<'_>,
     io_error: &dyn Fn(std::io::Error) -> KinetoError,
-) -> Result<(Converter<'static>, Header, Reach), KinetoError> {
+) -> Result<(Converter, Header, Reach), KinetoError> {
     let io = |e| io_error(e);
     let err = |w: &Window<R>| Errors { file, len: w.end() };
     let mut header = Header::default();
-    let mut events: Option<(Converter<'static>, Reach)> = None;
+    let mut events: Option<(Converter, Reach)> = None;
     p = w.skip_ws(p).map_err(io)?;
     if w.at(p) == Some(b'}') {
         return Err(err(w).not_a_trace("the top-level object is empty"));
     }
-    let cut_after_events = |w: &Window<R>, events: Option<(Converter<'static>, Reach)>, header| match events {
+    let cut_after_events = |w: &Window<R>, events: Option<(Converter, Reach)>, header| match events {
         Some((conv, reach)) => Ok((
             conv,
             header,
@@ -336,14 +407,14 @@ fn read_events<R: Read>(
     threads: usize,
     pass: &Pass<'_>,
     io_error: &dyn Fn(std::io::Error) -> KinetoError,
-) -> Result<(Converter<'static>, Reach), KinetoError> {
+) -> Result<(Converter, Reach), KinetoError> {
     let io = |e| io_error(e);
-    let mut main: Option<Converter<'static>> = None;
+    let mut parts: Vec<(usize, Converter)> = Vec::new();
     let mut events = 0usize;
     let mut pos = body;
     let mut separator = false;
-    let done = |main: Option<Converter<'static>>, events, cut, limited, end| {
-        let conv = main.unwrap_or_else(|| Converter::with_keep(pass.keep, pass.shared_earliest.cloned()));
+    let done = |parts: Vec<(usize, Converter)>, events, cut, limited, end| {
+        let conv = Converter::concat(parts, pass.keep, pass.shared_earliest.cloned());
         let reach = Reach {
             events,
             cut,
@@ -363,8 +434,8 @@ fn read_events<R: Read>(
                     separator = false;
                     continue;
                 }
-                Some(b']') => return done(main, events, None, false, pos + 1),
-                None => return done(main, events, Some(true), false, 0),
+                Some(b']') => return done(parts, events, None, false, pos + 1),
+                None => return done(parts, events, Some(true), false, 0),
                 Some(b) => {
                     return Err(Errors { file, len: w.end() }.events(EventsError::Syntax {
                         offset: pos,
@@ -387,16 +458,17 @@ fn read_events<R: Read>(
         let parsed = parse_events(&w.buf, pos - base, threads, &this)
             .map_err(|e| Errors { file, len: w.end() }.events(shifted(e, base, events)))?;
         let (n, end) = (parsed.events, parsed.end);
-        let conv = parsed.conv.detach();
-        match main.as_mut() {
-            Some(m) => m.absorb(conv, events),
-            None => main = Some(conv),
-        }
+        parts.extend(
+            parsed
+                .parts
+                .into_iter()
+                .map(|(first, conv)| (events + first, conv)),
+        );
         events += n;
         match end {
-            ArrayEnd::Closed(p) => return done(main, events, None, false, p + base),
-            ArrayEnd::Limit => return done(main, events, None, true, 0),
-            ArrayEnd::Truncated { .. } if w.eof => return done(main, events, Some(true), false, 0),
+            ArrayEnd::Closed(p) => return done(parts, events, None, false, p + base),
+            ArrayEnd::Limit => return done(parts, events, None, true, 0),
+            ArrayEnd::Truncated { .. } if w.eof => return done(parts, events, Some(true), false, 0),
             ArrayEnd::Truncated {
                 resume,
                 separator: sep,
@@ -461,6 +533,68 @@ mod tests {
             t.diagnostics.counts,
             t.meta.origin_ns
         )
+    }
+
+    /// The reader thread's blocks read back as the reader itself: every
+    /// byte in order, then its error at the same place.
+    #[test]
+    fn the_pipe_gives_the_readers_bytes_then_its_error() {
+        struct Failing {
+            left: usize,
+            kind: ErrorKind,
+        }
+        impl Read for Failing {
+            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+                if self.left == 0 {
+                    return Err(std::io::Error::new(self.kind, "cut"));
+                }
+                let n = out.len().min(self.left).min(777_777);
+                for (i, b) in out[..n].iter_mut().enumerate() {
+                    *b = ((self.left - i) % 251) as u8;
+                }
+                self.left -= n;
+                Ok(n)
+            }
+        }
+        for (len, kind) in [
+            (10_000_000, ErrorKind::UnexpectedEof),
+            (3 * BLOCK, ErrorKind::InvalidData),
+            (0, ErrorKind::Other),
+        ] {
+            let mut direct = Vec::new();
+            let want = Failing { left: len, kind }
+                .read_to_end(&mut direct)
+                .unwrap_err()
+                .kind();
+            let (tx, rx) = std::sync::mpsc::sync_channel(BLOCKS_AHEAD);
+            std::thread::scope(|s| {
+                s.spawn(move || produce(Failing { left: len, kind }, &tx));
+                let mut piped = Vec::new();
+                let mut pipe = Pipe {
+                    blocks: rx,
+                    block: Vec::new(),
+                    at: 0,
+                };
+                let got = pipe.read_to_end(&mut piped).unwrap_err().kind();
+                assert_eq!((got, piped.len()), (want, direct.len()));
+                assert!(piped == direct);
+            });
+        }
+        // A reader that ends cleanly ends the pipe cleanly.
+        let data: Vec<u8> = (0..BLOCK * 2 + 5).map(|i| (i % 7) as u8).collect();
+        let (tx, rx) = std::sync::mpsc::sync_channel(BLOCKS_AHEAD);
+        std::thread::scope(|s| {
+            let bytes = &data[..];
+            s.spawn(move || produce(bytes, &tx));
+            let mut pipe = Pipe {
+                blocks: rx,
+                block: Vec::new(),
+                at: 0,
+            };
+            let mut piped = Vec::new();
+            pipe.read_to_end(&mut piped).unwrap();
+            assert!(piped == data);
+        });
     }
 
     /// The streamed read agrees with the buffered one however the data is

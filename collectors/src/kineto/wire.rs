@@ -50,9 +50,9 @@ pub struct RawEvent<'a> {
 }
 
 /// A JSON value's text exactly as written (what serde_json's `RawValue`
-/// captures, but constructible by the fast path in `fast.rs` too). Borrowed
-/// from the input, owned only once a streamed read has moved past it
-/// ([`RawEvent::into_owned`]).
+/// captures, but constructible as an owned copy too). Borrowed from the
+/// input, owned in the copies [`Event::to_raw`](super::event::Event::to_raw)
+/// makes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RawText<'a>(pub Cow<'a, str>);
 
@@ -66,83 +66,6 @@ impl RawText<'_> {
 impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         <&'a RawValue>::deserialize(d).map(|v| RawText(Cow::Borrowed(v.get())))
-    }
-}
-
-/// The owned copy of a borrowed value, for the few events a streamed read
-/// keeps past the buffer they were read from (`B`/`E` halves, thread names).
-pub trait IntoOwned {
-    /// The same value with no borrow.
-    type Owned;
-    /// Copies whatever is borrowed.
-    fn into_owned(self) -> Self::Owned;
-}
-
-fn owned(c: Cow<'_, str>) -> Cow<'static, str> {
-    Cow::Owned(c.into_owned())
-}
-
-impl IntoOwned for RawText<'_> {
-    type Owned = RawText<'static>;
-    fn into_owned(self) -> RawText<'static> {
-        RawText(owned(self.0))
-    }
-}
-
-impl IntoOwned for CowStr<'_> {
-    type Owned = CowStr<'static>;
-    fn into_owned(self) -> CowStr<'static> {
-        CowStr(owned(self.0))
-    }
-}
-
-impl IntoOwned for IdOrStr<'_> {
-    type Owned = IdOrStr<'static>;
-    fn into_owned(self) -> IdOrStr<'static> {
-        match self {
-            IdOrStr::Missing => IdOrStr::Missing,
-            IdOrStr::Int(i) => IdOrStr::Int(i),
-            IdOrStr::Str(s) => IdOrStr::Str(owned(s)),
-        }
-    }
-}
-
-impl IntoOwned for RawArgs<'_> {
-    type Owned = RawArgs<'static>;
-    fn into_owned(self) -> RawArgs<'static> {
-        RawArgs {
-            external_id: self.external_id,
-            correlation: self.correlation,
-            device: self.device,
-            stream: self.stream,
-            bytes: self.bytes,
-            grid: self.grid,
-            block: self.block,
-            registers: self.registers,
-            shared_mem: self.shared_mem,
-            sequence: self.sequence,
-            input_dims: self.input_dims.map(IntoOwned::into_owned),
-            name: self.name.map(IntoOwned::into_owned),
-            kind: self.kind.map(IntoOwned::into_owned),
-            first_number: self.first_number,
-        }
-    }
-}
-
-impl IntoOwned for RawEvent<'_> {
-    type Owned = RawEvent<'static>;
-    fn into_owned(self) -> RawEvent<'static> {
-        RawEvent {
-            ph: self.ph.map(IntoOwned::into_owned),
-            cat: self.cat.map(IntoOwned::into_owned),
-            name: self.name.map(IntoOwned::into_owned),
-            pid: self.pid.into_owned(),
-            tid: self.tid.into_owned(),
-            ts: self.ts.map(IntoOwned::into_owned),
-            dur: self.dur.map(IntoOwned::into_owned),
-            scope: self.scope.map(IntoOwned::into_owned),
-            args: self.args.map(IntoOwned::into_owned),
-        }
     }
 }
 

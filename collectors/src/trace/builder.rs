@@ -160,63 +160,93 @@ impl TraceBuilder {
     /// Moves every row of `other` into `self`, remapping its strings and
     /// threads. Rows keep their order: `self`'s first, then `other`'s.
     pub fn append(&mut self, other: TraceBuilder) {
-        let smap: Vec<StrId> = other
-            .strings
+        let first = std::mem::take(self);
+        *self = TraceBuilder::concat(vec![first, other]);
+    }
+
+    /// The builders of consecutive stretches of a source (parallel chunks),
+    /// joined in order as if one builder had read them all: the first
+    /// one's provenance, strings and threads, then each next one's rows
+    /// with its strings and threads remapped. Each table is allocated once
+    /// at its final size.
+    pub fn concat(parts: Vec<TraceBuilder>) -> TraceBuilder {
+        let mut parts = parts.into_iter();
+        let Some(mut out) = parts.next() else {
+            return TraceBuilder::default();
+        };
+        let mut rest: Vec<TraceBuilder> = parts.collect();
+        if rest.is_empty() {
+            return out;
+        }
+        // Strings and threads of each later part, as ids of `out`, in the
+        // order a single builder would have met them.
+        let mut maps: Vec<(Vec<StrId>, Vec<ThreadId>)> = Vec::with_capacity(rest.len());
+        for p in &mut rest {
+            let smap: Vec<StrId> = p.strings.iter().map(|(_, s)| out.strings.intern(s)).collect();
+            let tmap: Vec<ThreadId> = (0..p.threads.len())
+                .map(|i| {
+                    let t = out.thread(p.threads.pid[i], p.threads.tid[i]);
+                    if p.threads.name[i] != Strings::EMPTY {
+                        out.threads.name[t.0 as usize] = smap[p.threads.name[i].0 as usize];
+                    }
+                    t
+                })
+                .collect();
+            for i in 0..p.devices.len() {
+                let mut d = p.devices.row(i);
+                d.name = smap[d.name.0 as usize];
+                out.device(d);
+            }
+            out.call_copy.extend(std::mem::take(&mut p.call_copy));
+            out.diagnostics.absorb(std::mem::take(&mut p.diagnostics));
+            if let Some(o) = p.origin {
+                out.origin = Some(out.origin.map_or(o, |m| m.min(o)));
+            }
+            p.strings = Strings::default();
+            maps.push((smap, tmap));
+        }
+        // Each later part's rows in the joined tables: gpu, runtime,
+        // cpu_ops, markers.
+        let mut at = [
+            out.gpu.len(),
+            out.runtime.len(),
+            out.cpu_ops.len(),
+            out.markers.len(),
+        ];
+        let ranges: Vec<[std::ops::Range<usize>; 4]> = rest
             .iter()
-            .map(|(_, s)| self.strings.intern(s))
-            .collect();
-        let s = |id: StrId| smap[id.0 as usize];
-        let tmap: Vec<ThreadId> = (0..other.threads.len())
-            .map(|i| {
-                let t = self.thread(other.threads.pid[i], other.threads.tid[i]);
-                if other.threads.name[i] != Strings::EMPTY {
-                    self.threads.name[t.0 as usize] = s(other.threads.name[i]);
-                }
-                t
+            .map(|p| {
+                let rows = [p.gpu.len(), p.runtime.len(), p.cpu_ops.len(), p.markers.len()];
+                std::array::from_fn(|t| {
+                    at[t] += rows[t];
+                    at[t] - rows[t]..at[t]
+                })
             })
             .collect();
-        let t = |id: ThreadId| {
-            if id.0 == u32::MAX {
-                id
-            } else {
-                tmap[id.0 as usize]
-            }
+        join_table(&mut out, &mut rest, |b| &mut b.gpu, GpuActivityTable::concat);
+        join_table(&mut out, &mut rest, |b| &mut b.runtime, RuntimeCallTable::concat);
+        join_table(&mut out, &mut rest, |b| &mut b.cpu_ops, CpuOpTable::concat);
+        join_table(&mut out, &mut rest, |b| &mut b.markers, MarkerTable::concat);
+        let strs =
+            |col: &mut [StrId], smap: &[StrId]| col.iter_mut().for_each(|id| *id = smap[id.0 as usize]);
+        // `u32::MAX` is "no thread" (markers); every other id is a row.
+        let thrs = |col: &mut [ThreadId], tmap: &[ThreadId]| {
+            col.iter_mut()
+                .filter(|t| t.0 != u32::MAX)
+                .for_each(|t| *t = tmap[t.0 as usize])
         };
-        for i in 0..other.devices.len() {
-            let mut d = other.devices.row(i);
-            d.name = s(d.name);
-            self.device(d);
+        for ((smap, tmap), [gpu, rt, op, mk]) in maps.iter().zip(ranges) {
+            strs(&mut out.gpu.name[gpu], smap);
+            strs(&mut out.runtime.name[rt.clone()], smap);
+            thrs(&mut out.runtime.thread[rt], tmap);
+            strs(&mut out.cpu_ops.name[op.clone()], smap);
+            strs(&mut out.cpu_ops.shapes[op.clone()], smap);
+            strs(&mut out.cpu_ops.source[op.clone()], smap);
+            thrs(&mut out.cpu_ops.thread[op], tmap);
+            strs(&mut out.markers.name[mk.clone()], smap);
+            thrs(&mut out.markers.thread[mk], tmap);
         }
-        for i in 0..other.gpu.len() {
-            let mut r = other.gpu.row(i);
-            r.name = s(r.name);
-            self.gpu.push(r);
-        }
-        for i in 0..other.runtime.len() {
-            let mut r = other.runtime.row(i);
-            r.name = s(r.name);
-            r.thread = t(r.thread);
-            self.runtime.push(r);
-        }
-        for i in 0..other.cpu_ops.len() {
-            let mut r = other.cpu_ops.row(i);
-            r.name = s(r.name);
-            r.shapes = s(r.shapes);
-            r.source = s(r.source);
-            r.thread = t(r.thread);
-            self.cpu_ops.push(r);
-        }
-        for i in 0..other.markers.len() {
-            let mut r = other.markers.row(i);
-            r.name = s(r.name);
-            r.thread = t(r.thread);
-            self.markers.push(r);
-        }
-        self.call_copy.extend(other.call_copy);
-        self.diagnostics.absorb(other.diagnostics);
-        if let Some(o) = other.origin {
-            self.origin = Some(self.origin.map_or(o, |m| m.min(o)));
-        }
+        out
     }
 
     /// Rebases times to the origin, sorts every table, nests CPU ranges per
@@ -229,33 +259,43 @@ impl TraceBuilder {
         rebase(&mut self.cpu_ops.start, &mut self.cpu_ops.end, origin);
         rebase(&mut self.markers.start, &mut self.markers.end, origin);
 
-        sort_by_key(
-            &mut self.gpu,
-            |t, i| (t.start[i], t.end[i]),
-            GpuActivityTable::permute,
-        );
-        sort_by_key(
-            &mut self.runtime,
-            |t, i| (t.start[i], t.end[i]),
-            RuntimeCallTable::permute,
-        );
-        sort_by_key(&mut self.markers, |t, i| t.start[i], MarkerTable::permute);
-        // Parents before children: by thread, then start, then longest first;
-        // equal ranges keep the outer kind (step > annotation > frame > op) first.
-        sort_by_key(
+        // The CPU ranges (the biggest table, and nesting) on a thread of
+        // their own while the other tables sort here.
+        let n_threads = self.threads.len();
+        let (cpu_ops, gpu, runtime, markers) = (
             &mut self.cpu_ops,
-            |t, i| {
-                (
-                    t.thread[i],
-                    t.start[i],
-                    std::cmp::Reverse(t.end[i]),
-                    kind_rank(t.kind[i]),
-                )
-            },
-            CpuOpTable::permute,
+            &mut self.gpu,
+            &mut self.runtime,
+            &mut self.markers,
         );
-        let thread_start = thread_offsets(&self.cpu_ops.thread, self.threads.len());
-        let partial = nest(&mut self.cpu_ops);
+        let (thread_start, partial) = both(
+            cpu_ops.len() >= PARALLEL_ROWS,
+            || {
+                // Parents before children: by thread, then start, then
+                // longest first; equal ranges keep the outer kind (step >
+                // annotation > frame > op) first.
+                sort_by_key(
+                    cpu_ops,
+                    |t, i| {
+                        (
+                            t.thread[i],
+                            t.start[i],
+                            std::cmp::Reverse(t.end[i]),
+                            kind_rank(t.kind[i]),
+                        )
+                    },
+                    CpuOpTable::permute,
+                );
+                let thread_start = thread_offsets(&cpu_ops.thread, n_threads);
+                (thread_start, nest(cpu_ops))
+            },
+            || {
+                sort_by_key(gpu, |t, i| (t.start[i], t.end[i]), GpuActivityTable::permute);
+                sort_by_key(runtime, |t, i| (t.start[i], t.end[i]), RuntimeCallTable::permute);
+                sort_by_key(markers, |t, i| t.start[i], MarkerTable::permute);
+            },
+        )
+        .0;
         if partial > 0 {
             self.diagnostics
                 .counts
@@ -324,6 +364,41 @@ impl TraceBuilder {
         .min()
         .unwrap_or(0)
     }
+}
+
+/// Replaces `out`'s `table` with the rows of `out`'s and then every
+/// `rest`'s, in order.
+fn join_table<T: Default>(
+    out: &mut TraceBuilder,
+    rest: &mut [TraceBuilder],
+    table: fn(&mut TraceBuilder) -> &mut T,
+    concat: fn(Vec<T>) -> T,
+) {
+    let mut all = vec![std::mem::take(table(out))];
+    all.extend(rest.iter_mut().map(|p| std::mem::take(table(p))));
+    *table(out) = concat(all);
+}
+
+/// Below this many rows, finishing a table is quicker than starting a
+/// thread for it.
+pub(super) const PARALLEL_ROWS: usize = 1 << 16;
+
+/// Runs `a` and `b`, on two threads when `parallel`, and returns both
+/// results.
+pub(super) fn both<A: Send, B: Send>(
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if !parallel {
+        return (a(), b());
+    }
+    std::thread::scope(|s| {
+        let other = s.spawn(a);
+        let rb = b();
+        let ra = other.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (ra, rb)
+    })
 }
 
 fn rebase(start: &mut [Ns], end: &mut [Ns], origin: Ns) {

@@ -12,7 +12,7 @@
 //!                                                     call's start)
 //! ```
 
-use super::hash::FxHashMap;
+use super::builder::{both, PARALLEL_ROWS};
 use super::rows::{CallRow, OpRow};
 use super::tables::*;
 
@@ -38,43 +38,74 @@ impl Links {
         ops: &CpuOpTable,
         thread_start: &[u32],
     ) -> Links {
-        let mut by_corr: FxHashMap<u64, CallRow> =
-            FxHashMap::with_capacity_and_hasher(runtime.len(), Default::default());
-        for i in (0..runtime.len()).rev() {
-            if runtime.correlation[i] != 0 {
-                // Iterating backwards keeps the earliest call for a duplicated id.
-                by_corr.insert(runtime.correlation[i], CallRow::new(i));
-            }
-        }
-        let mut runtime_gpu_count = vec![0u32; runtime.len()];
-        let gpu_launch = (0..gpu.len())
-            .map(|i| match gpu.correlation[i] {
-                0 => None,
-                c => by_corr.get(&c).map(|&r| {
-                    runtime_gpu_count[r.index()] += 1;
-                    r
-                }),
-            })
+        // (correlation, row) of every call that has one, sorted: a lookup is
+        // a binary search, and the first of equal ids is the earliest call
+        // (the one kept for a duplicated id). Half the memory of a hash map.
+        let mut by_corr: Vec<(u64, u32)> = (0..runtime.len())
+            .filter(|&i| runtime.correlation[i] != 0)
+            .map(|i| (runtime.correlation[i], i as u32))
             .collect();
+        by_corr.sort_unstable();
+        // GPU rows to their calls here, calls to their operators on another
+        // thread: neither reads what the other writes.
+        let ((gpu_launch, runtime_gpu_count), mut runtime_op) = both(
+            runtime.len() >= PARALLEL_ROWS,
+            || {
+                let mut runtime_gpu_count = vec![0u32; runtime.len()];
+                let gpu_launch: Vec<Option<CallRow>> = gpu
+                    .correlation
+                    .iter()
+                    .map(|&c| {
+                        if c == 0 {
+                            return None;
+                        }
+                        let k = by_corr.partition_point(|&(id, _)| id < c);
+                        match by_corr.get(k) {
+                            Some(&(id, r)) if id == c => {
+                                runtime_gpu_count[r as usize] += 1;
+                                Some(CallRow::new(r as usize))
+                            }
+                            _ => None,
+                        }
+                    })
+                    .collect();
+                (gpu_launch, runtime_gpu_count)
+            },
+            || -> Vec<Option<OpRow>> {
+                (0..runtime.len())
+                    .map(|r| innermost_holding(ops, thread_start, runtime.thread[r], runtime.start[r]))
+                    .collect()
+            },
+        );
+        drop(by_corr);
 
         // Kineto gives operators and runtime calls an "External id"; it is
         // the fallback when containment finds nothing (calls recorded on a
-        // thread the operator did not run on).
-        let mut by_ext: FxHashMap<u64, OpRow> = FxHashMap::default();
-        for i in 0..ops.len() {
-            if ops.external_id[i] != 0 && ops.kind[i] == CpuOpKind::Operator {
-                by_ext.entry(ops.external_id[i]).or_insert(OpRow::new(i));
+        // thread the operator did not run on): the first operator row with
+        // the call's id.
+        let mut wanted: Vec<u64> = (0..runtime.len())
+            .filter(|&r| runtime_op[r].is_none() && runtime.external_id[r] != 0)
+            .map(|r| runtime.external_id[r])
+            .collect();
+        if !wanted.is_empty() {
+            wanted.sort_unstable();
+            wanted.dedup();
+            let mut first: Vec<Option<OpRow>> = vec![None; wanted.len()];
+            for i in 0..ops.len() {
+                if ops.external_id[i] != 0 && ops.kind[i] == CpuOpKind::Operator {
+                    if let Ok(k) = wanted.binary_search(&ops.external_id[i]) {
+                        first[k].get_or_insert(OpRow::new(i));
+                    }
+                }
+            }
+            for (op, &ext) in runtime_op.iter_mut().zip(&runtime.external_id) {
+                if op.is_none() && ext != 0 {
+                    if let Ok(k) = wanted.binary_search(&ext) {
+                        *op = first[k];
+                    }
+                }
             }
         }
-        let runtime_op = (0..runtime.len())
-            .map(|r| {
-                let contained = innermost_holding(ops, thread_start, runtime.thread[r], runtime.start[r]);
-                if contained.is_some() || runtime.external_id[r] == 0 {
-                    return contained;
-                }
-                by_ext.get(&runtime.external_id[r]).copied()
-            })
-            .collect();
         Links {
             gpu_launch,
             runtime_op,

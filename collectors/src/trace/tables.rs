@@ -59,6 +59,22 @@ macro_rules! columnar_table {
                 $( self.$field = order.iter().map(|&i| self.$field[i as usize].clone()).collect(); )*
             }
 
+            /// The rows of `parts`, in order, in columns allocated once at
+            /// their final size; each part's column is freed as soon as it
+            /// is moved, so the parts and the result never stand whole
+            /// side by side.
+            pub fn concat(mut parts: Vec<Self>) -> Self {
+                let rows: usize = parts.iter().map(|p| p.len()).sum();
+                let mut out = Self::default();
+                $(
+                    out.$field.reserve_exact(rows);
+                    for p in &mut parts {
+                        out.$field.extend(std::mem::take(&mut p.$field));
+                    }
+                )*
+                out
+            }
+
             /// Keeps only the rows for which `keep[i]` is true.
             pub fn retain_rows(&mut self, keep: &[bool]) {
                 let order: Vec<u32> = (0..self.len() as u32).filter(|&i| keep[i as usize]).collect();
