@@ -144,10 +144,49 @@ impl FxHasher {
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
-/// A zlib compressor reused for every chunk, and its output buffer.
+/// Compresses the chunks on a thread of its own while the writer encodes
+/// the packets of the next ones (compression was a sixth of an export's
+/// time); the compressed chunks are written in the order they were made,
+/// so the file is the same as compressing them in line.
 struct Deflate {
-    z: Compress,
-    out: Vec<u8>,
+    /// Raw chunks to the compressing thread; `None` when it could not be
+    /// started, and then `inline` compresses here.
+    raw: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    /// The framed `compressed_packets` packets, in order.
+    done: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    /// Chunks sent and not yet written.
+    in_flight: usize,
+    inline: Option<Compress>,
+    level: Compression,
+}
+
+/// Chunks the compressing thread may hold before the writer waits: about
+/// 4 MB of packets.
+const CHUNKS_IN_FLIGHT: usize = 8;
+
+impl Deflate {
+    fn new(level: Compression) -> Deflate {
+        let (raw_tx, raw_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let started = std::thread::Builder::new()
+            .name("perfetto-deflate".into())
+            .spawn(move || {
+                let mut z = Compress::new(level, true);
+                for packets in raw_rx {
+                    if done_tx.send(compressed_chunk(&mut z, &packets)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .is_ok();
+        Deflate {
+            raw: started.then_some(raw_tx),
+            done,
+            in_flight: 0,
+            inline: (!started).then(|| Compress::new(level, true)),
+            level,
+        }
+    }
 }
 
 /// Streams packets of one sequence to `out`.
@@ -228,10 +267,7 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         let mut w = PacketWriter {
             out,
             buf: Vec::with_capacity(flush_at + 4096),
-            deflate: compression.map(|level| Deflate {
-                z: Compress::new(level, true),
-                out: Vec::with_capacity(CHUNK_MAX / 2),
-            }),
+            deflate: compression.map(Deflate::new),
             flush_at,
             strings,
             last_ts: t0,
@@ -382,6 +418,7 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         );
         // Below the flush threshold, so at most one chunk.
         self.flush_buf(self.buf.len())?;
+        self.write_chunks(0)?;
         self.out.flush()?;
         Ok(self.counts)
     }
@@ -441,29 +478,91 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     /// (else they would have been flushed), so they make one chunk; the
     /// newest joins them when that stays within [`CHUNK_MAX`].
     fn flush_buf(&mut self, last: usize) -> io::Result<()> {
-        let Some(d) = &mut self.deflate else {
+        if self.deflate.is_none() {
             self.out.write_all(&self.buf)?;
             self.counts.bytes += self.buf.len() as u64;
             self.buf.clear();
             return Ok(());
-        };
-        let c = &mut self.counts;
+        }
         if self.buf.len() <= CHUNK_MAX {
-            write_chunk(&mut self.out, d, &self.buf, c)?;
-            self.buf.clear();
-            return Ok(());
+            let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(self.flush_at + 4096));
+            return self.send_chunk(chunk);
         }
         if last > 0 {
-            write_chunk(&mut self.out, d, &self.buf[..last], c)?;
+            self.send_chunk(self.buf[..last].to_vec())?;
         }
         if self.buf.len() - last <= CHUNK_MAX {
             // Starts the next chunk.
             self.buf.drain(..last);
         } else {
+            self.write_chunks(0)?;
             self.out.write_all(&self.buf[last..])?;
-            c.bytes += (self.buf.len() - last) as u64;
+            self.counts.bytes += (self.buf.len() - last) as u64;
             self.buf.clear();
         }
+        Ok(())
+    }
+
+    /// Hands `packets` (whole framed packets) to the compressor as one
+    /// chunk, and writes the chunks it has finished.
+    fn send_chunk(&mut self, packets: Vec<u8>) -> io::Result<()> {
+        let Some(d) = &mut self.deflate else {
+            return Ok(());
+        };
+        let packets = match &d.raw {
+            Some(raw) => match raw.send(packets) {
+                Ok(()) => {
+                    d.in_flight += 1;
+                    return self.write_chunks(CHUNKS_IN_FLIGHT);
+                }
+                // The thread is gone (it cannot fail but by panicking):
+                // compress here from now on.
+                Err(e) => {
+                    d.raw = None;
+                    d.inline = Some(Compress::new(d.level, true));
+                    e.0
+                }
+            },
+            None => packets,
+        };
+        self.write_chunks(0)?;
+        let z = self
+            .deflate
+            .as_mut()
+            .and_then(|d| d.inline.as_mut())
+            .expect("inline compressor");
+        let chunk = compressed_chunk(z, &packets)?;
+        self.write_compressed(&chunk)
+    }
+
+    /// Writes compressed chunks in order until at most `keep` are in flight.
+    fn write_chunks(&mut self, keep: usize) -> io::Result<()> {
+        loop {
+            let Some(d) = &mut self.deflate else {
+                return Ok(());
+            };
+            if d.in_flight == 0 {
+                return Ok(());
+            }
+            let chunk = if d.in_flight > keep {
+                d.done
+                    .recv()
+                    .map_err(|_| io::Error::other("the compressing thread stopped"))?
+            } else {
+                match d.done.try_recv() {
+                    Ok(chunk) => chunk,
+                    Err(_) => return Ok(()),
+                }
+            };
+            d.in_flight -= 1;
+            self.write_compressed(&chunk?)?;
+        }
+    }
+
+    fn write_compressed(&mut self, chunk: &[u8]) -> io::Result<()> {
+        self.out.write_all(chunk)?;
+        self.counts.bytes += chunk.len() as u64;
+        self.counts.compressed_chunks += 1;
         Ok(())
     }
 
@@ -549,39 +648,35 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     }
 }
 
-/// Writes `packets` (whole framed packets) as one `compressed_packets`
+/// `packets` (whole framed packets) as one framed `compressed_packets`
 /// packet: a zlib stream (what the trace processor's inflate expects; it
 /// also accepts gzip, Perfetto's own service writes zlib).
-fn write_chunk<W: Write>(out: &mut W, d: &mut Deflate, packets: &[u8], c: &mut Counts) -> io::Result<()> {
-    d.z.reset();
-    d.out.clear();
-    d.out.reserve(packets.len() / 2 + 64);
+fn compressed_chunk(z: &mut Compress, packets: &[u8]) -> io::Result<Vec<u8>> {
+    z.reset();
+    let mut deflated = Vec::with_capacity(packets.len() / 2 + 64);
     let mut read = 0;
     loop {
-        let before = d.z.total_in();
-        let status =
-            d.z.compress_vec(&packets[read..], &mut d.out, FlushCompress::Finish)
-                .map_err(io::Error::other)?;
-        read += (d.z.total_in() - before) as usize;
+        let before = z.total_in();
+        let status = z
+            .compress_vec(&packets[read..], &mut deflated, FlushCompress::Finish)
+            .map_err(io::Error::other)?;
+        read += (z.total_in() - before) as usize;
         if status == Status::StreamEnd {
             break;
         }
         // Out of room: grow and go on.
-        d.out.reserve(d.out.capacity().max(4096));
+        deflated.reserve(deflated.capacity().max(4096));
     }
     // Trace.packet (1) { compressed_packets (50, length-delimited) }
-    let n = d.out.len();
+    let n = deflated.len();
     let packet_len = 2 + varint_len(n as u64) + n;
-    let mut head = Vec::with_capacity(24);
-    head.push(1 << 3 | 2);
-    put_varint(&mut head, packet_len as u64);
-    head.extend_from_slice(&[0x92, 0x03]); // 50 << 3 | 2
-    put_varint(&mut head, n as u64);
-    out.write_all(&head)?;
-    out.write_all(&d.out)?;
-    c.bytes += (head.len() + n) as u64;
-    c.compressed_chunks += 1;
-    Ok(())
+    let mut chunk = Vec::with_capacity(n + 24);
+    chunk.push(1 << 3 | 2);
+    put_varint(&mut chunk, packet_len as u64);
+    chunk.extend_from_slice(&[0x92, 0x03]); // 50 << 3 | 2
+    put_varint(&mut chunk, n as u64);
+    chunk.extend_from_slice(&deflated);
+    Ok(chunk)
 }
 
 impl InternedData {
