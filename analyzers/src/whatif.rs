@@ -158,8 +158,10 @@ pub struct Replay {
     ret: Vec<Ns>,
     /// Per blocking call: the part of its length that is not waiting.
     own: Vec<Ns>,
-    /// GPU nodes each call launched.
-    launched: Vec<Vec<u32>>,
+    /// GPU nodes call `c` launched: `launched[launched_at[c]..launched_at[c + 1]]`
+    /// (one flat list, not a vector per call: a trace has millions of calls).
+    launched_at: Vec<u32>,
+    launched: Vec<u32>,
     /// Per call, in node order: the latest recorded start or end of calls
     /// `0..=c` (the first call an edit's CPU time can touch).
     reach: Vec<Ns>,
@@ -281,18 +283,30 @@ impl Replay {
             .collect();
         let gs: Vec<Ns> = gpu_row.iter().map(|&r| g.start[r.index()]).collect();
         let ge: Vec<Ns> = gpu_row.iter().map(|&r| g.end[r.index()]).collect();
-        let mut launched = vec![Vec::new(); nc];
         let mut g_launch = vec![NO_NODE; gpu_row.len()];
         let mut g_prev = vec![NO_NODE; gpu_row.len()];
         let mut stream_nodes: Vec<Vec<u32>> = vec![Vec::new(); stream_ix.len()];
+        let mut launched_at = vec![0u32; nc + 1];
         for (i, &r) in gpu_row.iter().enumerate() {
             if let Some(c) = trace.links.gpu_launch[r.index()].and_then(node_of) {
                 g_launch[i] = c;
-                launched[c as usize].push(i as u32);
+                launched_at[c as usize + 1] += 1;
             }
             let on_stream = &mut stream_nodes[g_stream[i]];
             g_prev[i] = on_stream.last().copied().unwrap_or(NO_NODE);
             on_stream.push(i as u32);
+        }
+        for c in 0..nc {
+            launched_at[c + 1] += launched_at[c];
+        }
+        // Each call's GPU nodes in node order, as they were met.
+        let mut launched = vec![0u32; launched_at[nc] as usize];
+        let mut fill = launched_at.clone();
+        for (i, &c) in g_launch.iter().enumerate() {
+            if c != NO_NODE {
+                launched[fill[c as usize] as usize] = i as u32;
+                fill[c as usize] += 1;
+            }
         }
         let g_launch_start: Vec<Ns> = (0..gpu_row.len())
             .map(|i| match g_launch[i] {
@@ -332,7 +346,8 @@ impl Replay {
                 continue;
             };
             let name = trace.strings.get(rt.name[b.call.index()]);
-            wait[c as usize] = if is_memcpy_api(name) && !launched[c as usize].is_empty() {
+            let launched_any = launched_at[c as usize] < launched_at[c as usize + 1];
+            wait[c as usize] = if is_memcpy_api(name) && launched_any {
                 Wait::Own
             } else {
                 sync_stream(trace, b.call, &sync_records, &stream_ix).map_or(Wait::All, Wait::Stream)
@@ -389,6 +404,7 @@ impl Replay {
             wait,
             ret: vec![0; nc],
             own: vec![0; nc],
+            launched_at,
             launched,
             reach,
             gpu_row,
@@ -678,7 +694,7 @@ impl Replay {
         };
         match self.wait[c] {
             Wait::No => Ns::MIN,
-            Wait::Own => self.launched[c]
+            Wait::Own => self.launched[self.launched_at[c] as usize..self.launched_at[c + 1] as usize]
                 .iter()
                 .map(|&g| {
                     if (g as usize) < gpu_done {

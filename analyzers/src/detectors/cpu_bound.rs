@@ -76,13 +76,11 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     // grouped by interned name first, so the text is made once per group.
     let ops = &cx.trace.cpu_ops;
     let name_of = |row: Option<OpRow>| row.map_or(Strings::EMPTY, |r| ops.name[r.index()]);
-    // The range row of each piece grouped by range, by piece index.
-    let mut range_of: Vec<Option<OpRow>> = vec![None; cx.pieces.len()];
-    for (&i, b) in taken.iter().zip(&by) {
-        if let By::Range(r) = *b {
-            range_of[i] = Some(r);
-        }
-    }
+    // The range row of piece `i` grouped by range (`taken` is sorted).
+    let range_of = |i: usize| match taken.binary_search(&i).map(|k| by[k]) {
+        Ok(By::Range(r)) => Some(r),
+        _ => None,
+    };
     let keyed = taken.iter().zip(&by).map(|(&i, b)| {
         let k = match *b {
             By::Range(r) => (0u8, name_of(Some(r))),
@@ -144,7 +142,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                     advice(cx, &pieces)
                 ),
             );
-            let mut rows: Vec<OpRow> = pieces.iter().filter_map(|&i| range_of[i]).collect();
+            let mut rows: Vec<OpRow> = pieces.iter().filter_map(|&i| range_of(i)).collect();
             rows.sort_unstable();
             rows.dedup();
             d.occurrences = rows.len() as u64;

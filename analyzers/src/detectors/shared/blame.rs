@@ -4,8 +4,7 @@
 use super::context::Cx;
 use super::pieces::Piece;
 use crate::names::display_source;
-use gapscope_collectors::trace::{GpuRow, Ns, OpRow, StrId, Strings};
-use std::collections::HashMap;
+use gapscope_collectors::trace::{FxHashMap, GpuRow, Ns, OpRow, StrId, Strings};
 
 /// `(operator, annotation, source)` as a finding names them.
 pub(crate) type Blame = (Option<String>, Option<String>, Option<String>);
@@ -95,9 +94,9 @@ impl Cx<'_> {
     /// Dominant `(operator, annotation, source)` of pieces by idle time;
     /// sync pieces are blamed on the outermost operator around the call.
     pub fn blame(&self, pieces: &[usize]) -> Blame {
-        let mut by: HashMap<NameKey, Ns> = HashMap::new();
+        let mut by: FxHashMap<NameKey, Ns> = FxHashMap::default();
         let name_row = |r: Option<OpRow>| self.name_key(r);
-        let mut rep: HashMap<NameKey, BlameRows> = HashMap::new();
+        let mut rep: FxHashMap<NameKey, BlameRows> = FxHashMap::default();
         for &i in pieces {
             let p = &self.pieces[i];
             let op = match p.blocking {

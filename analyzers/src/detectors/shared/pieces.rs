@@ -7,7 +7,7 @@ use super::context::Cx;
 use crate::causes::Cause;
 use crate::names::{api_name, is_alloc_api, is_async_api, is_memcpy_api, is_memset_api, is_sync_api};
 use crate::segments::IdleSegment;
-use gapscope_collectors::trace::{CallRow, CopyKind, GpuKind, GpuRow, MemKind, Ns, ThreadId};
+use gapscope_collectors::trace::{CallRow, CopyKind, GpuKind, GpuRow, MemKind, Ns, OpRow, StrId, ThreadId};
 
 /// What a runtime call inside an idle stretch is, for the detectors that
 /// blame the call itself rather than the code around it.
@@ -45,7 +45,7 @@ pub(crate) const COPY_SYNC_PAIR_NS: Ns = 50_000;
 pub(crate) struct Piece {
     pub start: Ns,
     pub end: Ns,
-    pub seg: IdleSegment,
+    pub seg: SegmentBlame,
     /// The blocking call holding the piece (cause `sync`), if any.
     pub blocking: Option<CallRow>,
     /// The call of interest holding the piece, if any.
@@ -53,6 +53,31 @@ pub(crate) struct Piece {
     pub class: Option<CallClass>,
     /// The CPU thread whose time the piece is.
     pub thread: Option<ThreadId>,
+}
+
+/// What a piece's segment says, without the segment's own bounds (the
+/// piece has its own): pieces are the detectors' biggest table (millions
+/// on a large trace), so they keep only this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SegmentBlame {
+    pub cause: Cause,
+    pub op: Option<OpRow>,
+    pub annotation: Option<OpRow>,
+    pub source: StrId,
+    /// The segment waits on a first call ([`IdleSegment::first_call`]).
+    pub first_call: bool,
+}
+
+impl SegmentBlame {
+    fn of(seg: &IdleSegment) -> SegmentBlame {
+        SegmentBlame {
+            cause: seg.cause,
+            op: seg.op,
+            annotation: seg.annotation,
+            source: seg.source,
+            first_call: seg.first_call,
+        }
+    }
 }
 
 impl Piece {
@@ -128,7 +153,7 @@ impl Cx<'_> {
         Piece {
             start,
             end,
-            seg: *seg,
+            seg: SegmentBlame::of(seg),
             blocking,
             call,
             class,
