@@ -1,89 +1,133 @@
 #!/usr/bin/env bash
-# The importer-and-analyze benchmark (bench/README.md, "Importer and analyze").
+# The speed benchmark (bench/README.md, "Analyse as fast as the trace can be
+# read"): gapscope against the floors of merely reading the trace, side by
+# side, on three big traces made from real ones.
 #
-#   bench/run.sh [RUNS]            default 5 runs of each command
+#   bench/run.sh [RUNS]              default 3 runs of each command
+#   HTA_PYTHON=/path/to/python bench/run.sh 3   plus one HTA 0.5.0 run per trace
 #
-# Builds release, makes the ~525 MB trace if it is missing, then times, each
-# as a whole process under /usr/bin/time -v (wall seconds, peak RSS):
-#   analyze  gapscope analyze --format json FILE > /dev/null
-#   import   the importer alone (collectors/examples/import_only.rs)
-#   typed    serde_json parse into borrowed typed events, one thread
-#   ignored  serde_json parse as IgnoredAny, one thread (parse_floor.rs)
-#   hta      HolisticTraceAnalysis (bench/time_hta.py), once, when HTA_PYTHON
-#            names a python that has it (pip install HolisticTraceAnalysis)
-# and prints the median of each and the ratios.
+# Traces (made by bench/make_big_trace.py when missing, with their .json.gz,
+# in $BENCH_DIR, default ~/.cache/gapscope-bench; about 1.8 GB in all):
+#   control  ../shared/traces/hta/trace_diff/control x17 (533 MB)
+#   nsres    ../shared/traces/hta/ns_resolution_trace x40 (546 MB; DDP, flows, NCCL)
+#   nccl     ../shared/traces/hta/nccl_parser_config x62 (551 MB; DDP rank 0 of 2,
+#            NCCL collectives, flows a third of its events, instant events)
+# BENCH_TRACES="control nsres" limits the set.
 #
-# Environment: BENCH_TRACE (the big file; default $TMPDIR/gapscope-bench-525mb.json,
-# kept outside the repo), BENCH_SOURCE (the real trace it replicates),
-# BENCH_TARGET_DIR (default ~/.cache/gapscope-bench-target), HTA_PYTHON.
+# Per trace and run, each command is one process under /usr/bin/time (wall,
+# user + sys CPU, peak RSS), the files in the page cache:
+#   analyze      gapscope analyze --format json --quiet FILE.json > /dev/null
+#   floor        a bare serde_json IgnoredAny parse of FILE.json on one thread,
+#                reading the file first (collectors/examples/parse_floor.rs)
+#   analyze.gz   gapscope analyze --format json --quiet FILE.json.gz
+#   gunzip       gzip -dc FILE.json.gz > /dev/null
+#   report       gapscope report -o /dev/null FILE.json (HTML)
+#   export       gapscope export -o /dev/null FILE.json (Perfetto)
+# and, when HTA_PYTHON is set, HTA once (bench/time_hta.py). The commands of
+# one run follow each other, so they share the machine's state; the summary
+# gives each command's median and range, and the ratios the goals are stated
+# in. The machine's load (uptime) is printed before and after: wall times
+# taken at a load above the core count say little.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUNS=${1:-5}
-FILE=${BENCH_TRACE:-${TMPDIR:-/tmp}/gapscope-bench-525mb.json}
-SOURCE=${BENCH_SOURCE:-../shared/traces/hta/trace_diff/control/control.json.gz}
+RUNS=${1:-3}
+DIR=${BENCH_DIR:-$HOME/.cache/gapscope-bench}
+TRACES=${BENCH_TRACES:-control nsres nccl}
 # A target dir of its own: cargo gives a workspace's crates the same hash
 # wherever the checkout lives, so in a target dir shared by several checkouts
-# release/gapscope is whichever checkout built last, and an older checkout's
-# build can even count as up to date.
+# release/gapscope is whichever checkout built last.
 export CARGO_TARGET_DIR=${BENCH_TARGET_DIR:-$HOME/.cache/gapscope-bench-target}
 
 cargo build --release --quiet --bin gapscope
-cargo build --release --quiet -p gapscope-collectors --examples
+cargo build --release --quiet -p gapscope-collectors --example parse_floor
 # Private copies, so a build during the runs cannot swap the binaries.
 BIN=$(mktemp -d)
 trap 'rm -rf "$BIN"' EXIT
-cp "$CARGO_TARGET_DIR"/release/gapscope "$CARGO_TARGET_DIR"/release/examples/{import_only,parse_floor} "$BIN"/
+cp "$CARGO_TARGET_DIR"/release/gapscope "$CARGO_TARGET_DIR"/release/examples/parse_floor "$BIN"/
 
-if [ ! -f "$FILE" ]; then
-    python3 bench/make_big_trace.py "$SOURCE" "$FILE" --target-mb 525
-fi
+source_of() {
+    case $1 in
+        control) echo ../shared/traces/hta/trace_diff/control/control.json.gz ;;
+        nsres) echo ../shared/traces/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz ;;
+        nccl) echo ../shared/traces/hta/nccl_parser_config/nccl_data.json.gz ;;
+        *) echo "unknown trace $1" >&2; exit 2 ;;
+    esac
+}
+mkdir -p "$DIR"
+for t in $TRACES; do
+    if [ ! -f "$DIR/$t.json" ]; then
+        python3 bench/make_big_trace.py "$(source_of "$t")" "$DIR/$t.json" --target-mb 525
+    fi
+    if [ ! -f "$DIR/$t.json.gz" ]; then
+        gzip -k -6 "$DIR/$t.json"
+    fi
+done
+
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-echo "file: $FILE, $(stat -c %s "$FILE") bytes"
-cat "$FILE" > /dev/null # in the page cache for every command alike
+echo "gapscope: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
+echo "load before: $(uptime | sed 's/.*load average: //')"
 
-# time_one NAME CMD...: one run; appends "NAME wall_s rss_kb cpu_s" to $BIN/times.
+# time_one TRACE NAME CMD...: one run; appends "TRACE NAME wall_s rss_kb cpu_s".
 time_one() {
-    local name=$1
-    shift
-    /usr/bin/time -v -o "$BIN/t" "$@" > /dev/null 2> "$BIN/err" || {
+    local trace=$1 name=$2
+    shift 2
+    /usr/bin/time -f '%e %M %U %S' -o "$BIN/t" "$@" > /dev/null 2> "$BIN/err" || {
         cat "$BIN/err" >&2
         return 1
     }
-    local wall rss cpu
-    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, a, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + a[i]; print s}' "$BIN/t")
-    rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$BIN/t")
-    cpu=$(awk -F': ' '/(User|System) time \(seconds\)/ {s += $2} END {print s}' "$BIN/t")
-    echo "$name $wall $rss $cpu" >> "$BIN/times"
-    printf '  %-8s %6.2f s wall %6.2f s cpu %6.0f MiB\n' "$name" "$wall" "$cpu" "$((rss / 1024))"
+    read -r wall rss user sys < "$BIN/t"
+    local cpu
+    cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')
+    echo "$trace $name $wall $rss $cpu" >> "$BIN/times"
+    printf '  %-8s %-11s %6.2f s wall %6.2f s cpu %6.0f MiB\n' "$trace" "$name" "$wall" "$cpu" "$((rss / 1024))"
 }
 
 : > "$BIN/times"
 for ((i = 1; i <= RUNS; i++)); do
-    echo "run $i"
-    time_one analyze "$BIN/gapscope" analyze --format json --quiet "$FILE"
-    time_one import "$BIN/import_only" "$FILE"
-    time_one typed "$BIN/parse_floor" typed "$FILE"
-    time_one ignored "$BIN/parse_floor" ignored "$FILE"
+    echo "run $i (load $(cut -d' ' -f1 /proc/loadavg))"
+    for t in $TRACES; do
+        f=$DIR/$t.json
+        cat "$f" "$f.gz" > /dev/null # both in the page cache
+        time_one "$t" analyze "$BIN/gapscope" analyze --format json --quiet "$f"
+        time_one "$t" floor "$BIN/parse_floor" ignored "$f"
+        time_one "$t" analyze.gz "$BIN/gapscope" analyze --format json --quiet "$f.gz"
+        time_one "$t" gunzip sh -c 'exec gzip -dc "$1" > /dev/null' gunzip "$f.gz"
+        time_one "$t" report "$BIN/gapscope" report --quiet -o /dev/null "$f"
+        time_one "$t" export "$BIN/gapscope" export --quiet -o /dev/null "$f"
+    done
 done
-"$BIN/import_only" "$FILE"
 if [ -n "${HTA_PYTHON:-}" ]; then
-    echo "hta (once)"
-    time_one hta "$HTA_PYTHON" bench/time_hta.py "$FILE"
+    for t in $TRACES; do
+        echo "hta, once (load $(cut -d' ' -f1 /proc/loadavg))"
+        time_one "$t" hta "$HTA_PYTHON" bench/time_hta.py "$DIR/$t.json"
+    done
 fi
+echo "load after: $(uptime | sed 's/.*load average: //')"
 
-echo "median of $RUNS runs (hta: 1): wall s (min-max), user+sys s, peak RSS MiB:"
-python3 - "$BIN/times" <<'EOF'
-import statistics, sys
+python3 - "$BIN/times" "$DIR" <<'EOF'
+import os, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    name, wall, rss, cpu = line.split()
-    rows.setdefault(name, []).append((float(wall), int(rss), float(cpu)))
-med = {n: tuple(statistics.median(x[i] for x in v) for i in range(3)) for n, v in rows.items()}
-for n, (w, r, c) in med.items():
-    walls = [x[0] for x in rows[n]]
-    print(f"  {n:8} {w:6.2f} s ({min(walls):.2f}-{max(walls):.2f})  cpu {c:6.2f} s  {r / 1024:6.0f} MiB")
-a = med["analyze"][0]
-for n in ("import", "typed", "ignored", "hta"):
-    if n in med:
-        print(f"  analyze / {n}: {a / med[n][0]:.2f}" + (f"  ({med[n][0] / a:.1f}x faster)" if n == "hta" else ""))
+    trace, name, wall, rss, cpu = line.split()
+    rows.setdefault((trace, name), []).append((float(wall), int(rss), float(cpu)))
+def med(trace, name, i=0):
+    v = rows.get((trace, name))
+    return statistics.median(x[i] for x in v) if v else None
+print("median (min-max) of each command: wall s, user+sys s, peak RSS MiB")
+for (trace, name), v in rows.items():
+    w = [x[0] for x in v]
+    print(f"  {trace:8} {name:11} {med(trace, name):6.2f} ({min(w):.2f}-{max(w):.2f})  cpu {med(trace, name, 2):6.2f}  "
+          f"{max(x[1] for x in v) / 1024:6.0f} MiB")
+print("goals (medians of wall): analyze / floor <= 1.0, analyze.gz / gunzip <= 1.0, peak RSS / JSON size <= 0.25,")
+print("report and export / analyze <= 1.2, HTA / analyze >= 60")
+for trace in dict.fromkeys(t for t, _ in rows):
+    size = os.path.getsize(os.path.join(sys.argv[2], trace + ".json"))
+    a, f, az, g = (med(trace, n) for n in ("analyze", "floor", "analyze.gz", "gunzip"))
+    rss = max(x[1] for n in ("analyze", "analyze.gz") for x in rows[(trace, n)]) * 1024
+    out = [f"{trace:8} {size / 1e6:.0f} MB:", f"analyze/floor {a / f:.2f}", f"analyze.gz/gunzip {az / g:.2f}",
+           f"RSS/size {rss / size:.2f}", f"report/analyze {med(trace, 'report') / a:.2f}",
+           f"export/analyze {med(trace, 'export') / a:.2f}"]
+    if med(trace, "hta"):
+        out.append(f"hta/analyze {med(trace, 'hta') / a:.0f}x")
+    print("  " + ", ".join(out))
 EOF
