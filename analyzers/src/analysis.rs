@@ -216,16 +216,66 @@ pub fn analyze(trace: &Trace, opts: &AnalyzeOptions) -> Analysis {
 }
 
 /// The [`Analysis`] of a session, from the parts it holds.
+///
+/// On two threads: what reads only the tables (the HTA-compatible temporal
+/// block, the launches and their statistics, the kernel table) beside the
+/// devices' idle segments, then the per-device and per-step reports beside
+/// the detectors (the longest part; its replays use every core). The
+/// session computes each part once whichever thread asks first, and the
+/// results are joined in a fixed order, so the output does not depend on
+/// the timing.
 pub(crate) fn assemble(session: &Session) -> Analysis {
     let trace = session.whole_trace();
     let selected = session.trace();
     let opts = session.options();
     let win = session.window();
-    let mut temporal = temporal(selected).into_iter();
-    let mut launches = stats_by_device(session.launches(), &opts.launch)
-        .into_iter()
-        .peekable();
-    let devices = session
+    let ((temporal, launches), _) = both(
+        || {
+            session.kernels();
+            (
+                temporal(selected),
+                stats_by_device(session.launches(), &opts.launch),
+            )
+        },
+        || session.devices(),
+    );
+    let ((devices, steps), findings) = both(
+        || (device_reports(session, temporal, launches), step_reports(session)),
+        || session.findings(),
+    );
+    Analysis {
+        schema_version: SCHEMA_VERSION,
+        source: source_info(trace),
+        window: window_info(trace, selected, win, opts),
+        devices,
+        steps,
+        findings: findings.to_vec(),
+        diagnostics: diagnostics(trace, selected),
+        kernels: session.kernels().clone(),
+    }
+}
+
+/// Runs `a` on a thread of its own and `b` on this one; both results.
+fn both<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    std::thread::scope(|s| {
+        let other = s.spawn(a);
+        let rb = b();
+        (other.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), rb)
+    })
+}
+
+/// One report per device with busy GPU work.
+fn device_reports(
+    session: &Session,
+    temporal: Vec<(u32, Temporal)>,
+    launches: Vec<(u32, LaunchStats)>,
+) -> Vec<DeviceReport> {
+    let trace = session.whole_trace();
+    let selected = session.trace();
+    let win = session.window();
+    let mut temporal = temporal.into_iter();
+    let mut launches = launches.into_iter().peekable();
+    session
         .devices()
         .iter()
         .map(|d| {
@@ -250,8 +300,13 @@ pub(crate) fn assemble(session: &Session) -> Analysis {
                 busy_spans_ns: clip(&d.busy, win.span),
             }
         })
-        .collect();
-    let steps = win
+        .collect()
+}
+
+/// The selected steps, each with its per-device breakdown.
+fn step_reports(session: &Session) -> Vec<StepReport> {
+    session
+        .window()
         .steps
         .iter()
         .map(|s| StepReport {
@@ -268,17 +323,7 @@ pub(crate) fn assemble(session: &Session) -> Analysis {
                 })
                 .collect(),
         })
-        .collect();
-    Analysis {
-        schema_version: SCHEMA_VERSION,
-        source: source_info(trace),
-        window: window_info(trace, selected, win, opts),
-        devices,
-        steps,
-        findings: session.findings().to_vec(),
-        diagnostics: diagnostics(trace, selected),
-        kernels: session.kernels().clone(),
-    }
+        .collect()
 }
 
 /// The parts of sorted, disjoint `spans` inside `window`.
