@@ -79,6 +79,7 @@ pub(crate) use shared::{CallClass, Cx, Draft, SiteGroup, SyncKind, NOISE_NS, SLO
 use crate::attribution::OpContext;
 use crate::evidence::DeviceEvidence;
 use crate::segments::{IdleAnalyzer, IdleSegment};
+use crate::whatif::Replay;
 use crate::window::Window;
 use gapscope_collectors::trace::{Ns, Trace};
 use serde::{Deserialize, Serialize};
@@ -173,28 +174,19 @@ pub fn detect_device(
     window: &Window,
     segs: &[IdleSegment],
 ) -> Vec<Finding> {
-    let cx = Cx::new(trace, ops, ev, window, segs);
-    let mut claims = vec![false; cx.pieces.len()];
-    let mut drafts = Vec::new();
-    drafts.extend(artifacts::detect(&cx, &mut claims));
-    drafts.extend(graph_capture::detect(&cx, &mut claims));
-    drafts.extend(offload::detect(&cx, &mut claims));
-    drafts.extend(d2h_read::detect(&cx, &mut claims));
-    drafts.extend(scalar_h2d::detect(&cx, &mut claims));
-    drafts.extend(sync_copy::detect(&cx, &mut claims));
-    drafts.extend(explicit_sync::detect(&cx, &mut claims));
-    drafts.extend(dataloader::detect(&cx, &mut claims));
-    drafts.extend(warmup::detect(&cx, &mut claims));
-    drafts.extend(untraced_wait::detect(&cx, &mut claims));
-    drafts.extend(runtime_outliers::detect(&cx, &mut claims));
-    drafts.extend(pageable::detect(&cx, &mut claims));
-    drafts.extend(param_loop::detect(&cx, &mut claims));
-    drafts.extend(small_kernels::detect(&cx, &mut claims));
-    drafts.extend(cpu_bound::detect(&cx, &mut claims));
-    drafts.extend(underfilled::detect(&cx));
-    drafts.extend(exposed_comm::detect(&cx));
-    drafts.extend(stream_wait::detect(&cx));
-    let savings = cx.all_savings(&drafts);
+    // The replay graph (only the savings estimates read it) is built on a
+    // thread of its own while the pieces are cut and the detectors claim
+    // them.
+    let (replay, (cx, drafts)) = std::thread::scope(|s| {
+        let replay = s.spawn(|| Replay::new(trace, ev.device, window.span, ev));
+        let cx = Cx::new(trace, ops, ev, window, segs);
+        let drafts = all_drafts(&cx);
+        (
+            replay.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            (cx, drafts),
+        )
+    });
+    let savings = cx.all_savings(&replay, &drafts);
     drafts
         .into_iter()
         .zip(savings)
@@ -217,6 +209,31 @@ impl Finding {
             (false, false) => 0,
         }
     }
+}
+
+/// Every detector's drafts, in claim order.
+fn all_drafts(cx: &Cx) -> Vec<Draft> {
+    let mut claims = vec![false; cx.pieces.len()];
+    let mut drafts = Vec::new();
+    drafts.extend(artifacts::detect(cx, &mut claims));
+    drafts.extend(graph_capture::detect(cx, &mut claims));
+    drafts.extend(offload::detect(cx, &mut claims));
+    drafts.extend(d2h_read::detect(cx, &mut claims));
+    drafts.extend(scalar_h2d::detect(cx, &mut claims));
+    drafts.extend(sync_copy::detect(cx, &mut claims));
+    drafts.extend(explicit_sync::detect(cx, &mut claims));
+    drafts.extend(dataloader::detect(cx, &mut claims));
+    drafts.extend(warmup::detect(cx, &mut claims));
+    drafts.extend(untraced_wait::detect(cx, &mut claims));
+    drafts.extend(runtime_outliers::detect(cx, &mut claims));
+    drafts.extend(pageable::detect(cx, &mut claims));
+    drafts.extend(param_loop::detect(cx, &mut claims));
+    drafts.extend(small_kernels::detect(cx, &mut claims));
+    drafts.extend(cpu_bound::detect(cx, &mut claims));
+    drafts.extend(underfilled::detect(cx));
+    drafts.extend(exposed_comm::detect(cx));
+    drafts.extend(stream_wait::detect(cx));
+    drafts
 }
 
 /// Sorts findings by [`Finding::weight`], then explained time, then id.

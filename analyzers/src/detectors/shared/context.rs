@@ -1,7 +1,8 @@
 //! [`Cx`]: what the detectors of one device share, built once per device:
 //! the trace, the blame columns, the window and steps, the CPU-side
-//! evidence, the idle pieces, the first GPU row of every call and the replay
-//! graph that estimates savings.
+//! evidence, the idle pieces and the first GPU row of every call. The
+//! replay graph that estimates savings is built beside the detectors
+//! (`detect_device`), from the same evidence.
 
 use super::pieces::Piece;
 use crate::attribution::OpContext;
@@ -10,7 +11,6 @@ use crate::evidence::DeviceEvidence;
 use crate::intervals::Span;
 use crate::platform::Platform;
 use crate::segments::IdleSegment;
-use crate::whatif::Replay;
 use crate::window::{Step, Window};
 use gapscope_collectors::trace::{GpuRow, Ns, Trace};
 
@@ -26,7 +26,6 @@ pub(crate) struct Cx<'a> {
     /// Per `runtime` row: the first busy or sync GPU row of this device it
     /// launched, if any.
     pub call_gpu: Vec<Option<GpuRow>>,
-    pub replay: Replay,
     /// The window's last step when the capture cut it short (D16).
     pub partial_last: Option<artifacts::PartialStep>,
     /// CUDA or ROCm: the words hints use.
@@ -53,7 +52,6 @@ impl<'a> Cx<'a> {
                 call_gpu[c.index()].get_or_insert(GpuRow::new(i));
             }
         }
-        let replay = Replay::new(trace, device, window.span, ev);
         let mut cx = Cx {
             trace,
             ops,
@@ -63,7 +61,6 @@ impl<'a> Cx<'a> {
             ev,
             pieces: Vec::new(),
             call_gpu,
-            replay,
             partial_last: artifacts::partial_last_step(trace, device, &window.steps),
             platform: Platform::of(trace),
             busy: crate::gaps::busy_rows(trace, device),

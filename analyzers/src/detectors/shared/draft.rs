@@ -5,6 +5,7 @@ use super::blame::Blame;
 use super::context::Cx;
 use crate::detectors::{Evidence, Finding, MAX_EVIDENCE};
 use crate::whatif::Edit;
+use crate::whatif::Replay;
 use gapscope_collectors::trace::{CallRow, GpuRow, Ns, OpRow};
 
 /// A finding before its totals and savings are computed.
@@ -63,7 +64,7 @@ impl Cx<'_> {
     /// The replayed saving of every draft (capped at what it explains; 0
     /// when not estimable). Replays are independent passes over one
     /// read-only graph, so they run on all cores.
-    pub(crate) fn all_savings(&self, drafts: &[Draft]) -> Vec<Ns> {
+    pub(crate) fn all_savings(&self, replay: &Replay, drafts: &[Draft]) -> Vec<Ns> {
         let one = |d: &Draft| -> Ns {
             let idle = if d.primary {
                 self.total(&d.pieces)
@@ -83,7 +84,7 @@ impl Cx<'_> {
                     }
                 }
             }
-            self.replay.savings(&edit).min(explained)
+            replay.savings(&edit).min(explained)
         };
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
