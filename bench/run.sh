@@ -12,7 +12,9 @@
 #   nsres    ../shared/traces/hta/ns_resolution_trace x40 (546 MB; DDP, flows, NCCL)
 #   nccl     ../shared/traces/hta/nccl_parser_config x62 (551 MB; DDP rank 0 of 2,
 #            NCCL collectives, flows a third of its events, instant events)
-# BENCH_TRACES="control nsres" limits the set.
+# BENCH_TRACES="control nsres" limits the set. GAPSCOPE_BIN and FLOOR_BIN
+# name release builds of gapscope and collectors/examples/parse_floor to
+# time instead of building them.
 #
 # Per trace and run, each command is one process under /usr/bin/time (wall,
 # user + sys CPU, peak RSS), the files in the page cache:
@@ -38,12 +40,20 @@ TRACES=${BENCH_TRACES:-control nsres nccl}
 # release/gapscope is whichever checkout built last.
 export CARGO_TARGET_DIR=${BENCH_TARGET_DIR:-$HOME/.cache/gapscope-bench-target}
 
-cargo build --release --quiet --bin gapscope
-cargo build --release --quiet -p gapscope-collectors --example parse_floor
+# GAPSCOPE_BIN / FLOOR_BIN: release binaries built already (skips the build).
+if [ -z "${GAPSCOPE_BIN:-}" ]; then
+    cargo build --release --quiet --bin gapscope
+    GAPSCOPE_BIN=$CARGO_TARGET_DIR/release/gapscope
+fi
+if [ -z "${FLOOR_BIN:-}" ]; then
+    cargo build --release --quiet -p gapscope-collectors --example parse_floor
+    FLOOR_BIN=$CARGO_TARGET_DIR/release/examples/parse_floor
+fi
 # Private copies, so a build during the runs cannot swap the binaries.
 BIN=$(mktemp -d)
 trap 'rm -rf "$BIN"' EXIT
-cp "$CARGO_TARGET_DIR"/release/gapscope "$CARGO_TARGET_DIR"/release/examples/parse_floor "$BIN"/
+cp "$GAPSCOPE_BIN" "$BIN"/gapscope
+cp "$FLOOR_BIN" "$BIN"/parse_floor
 
 source_of() {
     case $1 in
@@ -64,7 +74,7 @@ for t in $TRACES; do
 done
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-echo "gapscope: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
+echo "gapscope: $(git rev-parse --short HEAD)$(git diff --quiet || echo " (modified)")${GAPSCOPE_BIN:+, timing $GAPSCOPE_BIN}"
 echo "load before: $(uptime | sed 's/.*load average: //')"
 
 # time_one TRACE NAME CMD...: one run; appends "TRACE NAME wall_s rss_kb cpu_s".
