@@ -6,7 +6,8 @@
 
 mod common;
 use common::*;
-use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
+use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::analyze;
 use gapscope_analyzers::window::{event_extent, TimeRange, WindowOptions};
 use gapscope_collectors::kineto::{import_file, import_file_partial, ImportOptions, ReadLimits, TimeWindow};
 use std::path::{Path, PathBuf};

@@ -5,6 +5,7 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+mod assemble;
 pub mod attribution;
 pub mod bounds;
 pub mod breakdown;
@@ -32,5 +33,6 @@ pub mod temporal;
 pub mod whatif;
 pub mod window;
 
-pub use analysis::{analyze, Analysis, AnalyzeOptions};
+pub use analysis::{Analysis, AnalyzeOptions};
+pub use assemble::analyze;
 pub use session::Session;

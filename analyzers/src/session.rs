@@ -66,7 +66,7 @@
 //! assert_eq!(idle, session.analysis().devices[0].breakdown.idle_ns);
 //! ```
 
-use crate::analysis::{self, Analysis, AnalyzeOptions};
+use crate::analysis::{Analysis, AnalyzeOptions};
 use crate::attribution::OpContext;
 use crate::breakdown::{timelines, DeviceTimeline};
 use crate::counters;
@@ -95,7 +95,7 @@ pub struct Session<'t> {
     findings: OnceLock<Vec<Finding>>,
     kernels: OnceLock<KernelTable>,
     launches: OnceLock<Vec<Launch>>,
-    analysis: OnceLock<Analysis>,
+    pub(crate) analysis: OnceLock<Analysis>,
 }
 
 /// What a session knows about one device.
@@ -232,17 +232,6 @@ impl<'t> Session<'t> {
     /// work on a GPU; a graph launch is one), in order of the call's start.
     pub fn launches(&self) -> &[Launch] {
         self.launches.get_or_init(|| launches(self.trace()))
-    }
-
-    /// The serializable analysis.
-    pub fn analysis(&self) -> &Analysis {
-        self.analysis.get_or_init(|| analysis::assemble(self))
-    }
-
-    /// The analysis, keeping nothing else.
-    pub fn into_analysis(self) -> Analysis {
-        self.analysis();
-        self.analysis.into_inner().expect("computed above")
     }
 
     /// The names `seg` blames, read from [`Session::trace`].

@@ -4,7 +4,8 @@
 //! step; and the ResNet-50 0-worker trace blames its DataLoader.
 
 mod shared_traces;
-use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
+use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::analyze;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::idle::{by_cause_in, summarize};
 use gapscope_analyzers::intervals::{complement, total, union, Span};

@@ -5,7 +5,8 @@
 //! unless the drawing says otherwise) and builds it with a [`Sketch`]; times
 //! are absolute (origin fixed at 0).
 
-use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
+use gapscope_analyzers::analysis::{Analysis, AnalyzeOptions};
+use gapscope_analyzers::analyze;
 use gapscope_analyzers::breakdown::{Breakdown, MemcpyByKind};
 use gapscope_analyzers::launch_stats::{launches, LaunchOptions, LaunchStats};
 use gapscope_analyzers::temporal::{temporal, Temporal};

@@ -6,7 +6,8 @@
 //! D16 on the traces that hold their patterns.
 
 mod shared_traces;
-use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
+use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::analyze;
 use gapscope_analyzers::detectors::{detect, Finding};
 use gapscope_analyzers::intervals::{complement, total, union, Span};
 use gapscope_analyzers::window::window;

@@ -17,7 +17,8 @@
 //! `ProfilerStep#*` so runs at different step numbers line up; with one
 //! step selected on each side that renames 1009 and changes no class.
 
-use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
+use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::analyze;
 use gapscope_analyzers::diff::ops::{self, Change, ChangeCounts, OpCategory, OpTotals};
 use gapscope_analyzers::window::WindowOptions;
 use gapscope_collectors::kineto::{import_file, ImportOptions};

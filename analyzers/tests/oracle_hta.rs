@@ -9,7 +9,8 @@
 //! excluded from the comparison *with the reason*, and the test checks the
 //! bug is really what separates the two numbers where that is cheap to show.
 
-use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
+use gapscope_analyzers::analysis::{Analysis, AnalyzeOptions};
+use gapscope_analyzers::analyze;
 use gapscope_analyzers::launch_stats::{launches, Launch};
 use gapscope_analyzers::window::{select, WindowOptions};
 use gapscope_collectors::kineto::{import_file, ImportOptions};

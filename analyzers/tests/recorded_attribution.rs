@@ -4,7 +4,8 @@
 //! operator or range and source line the scenario program plants it at,
 //! and the fixed variant no longer shows it.
 
-use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions, DeviceReport};
+use gapscope_analyzers::analysis::{Analysis, AnalyzeOptions, DeviceReport};
+use gapscope_analyzers::analyze;
 use gapscope_analyzers::causes::Cause;
 use gapscope_collectors::kineto::{import_file, ImportOptions};
 use std::path::Path;

@@ -22,7 +22,8 @@
 //! (README: planted − fixed over planted). Within 25 % means the ratio of
 //! the two lies in [0.75, 1.25].
 
-use gapscope_analyzers::analysis::{analyze, Analysis, AnalyzeOptions};
+use gapscope_analyzers::analysis::{Analysis, AnalyzeOptions};
+use gapscope_analyzers::analyze;
 use gapscope_analyzers::detectors::Finding;
 use gapscope_collectors::kineto::{import_file, ImportOptions};
 use std::path::Path;

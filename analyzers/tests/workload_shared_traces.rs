@@ -8,7 +8,8 @@
 //! and other tools read.
 
 mod shared_traces;
-use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
+use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::analyze;
 use gapscope_collectors::kineto::{import_file, ImportOptions};
 use serde_json::Value;
 use shared_traces::{shared, trace_files};

@@ -4,7 +4,8 @@
 //! hints and savings; near misses check what must not fire. Times in the
 //! drawings are µs (the builder multiplies by 1000).
 
-use gapscope_analyzers::analysis::{analyze, AnalyzeOptions};
+use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::analyze;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::detectors::{detect, Finding};
 use gapscope_analyzers::idle::attribute;

@@ -294,7 +294,7 @@ mod tests {
             "{summary}"
         );
 
-        let analysis = gapscope_analyzers::analysis::analyze(&back, &Default::default());
+        let analysis = gapscope_analyzers::analyze(&back, &Default::default());
         assert_eq!(analysis.devices.len(), 1);
         assert_eq!(analysis.diagnostics.rows.gpu, 10);
         assert_eq!(

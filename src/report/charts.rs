@@ -11,8 +11,7 @@
 //!             compute, communication, data movement, idle by cause
 //! ```
 
-use super::palette::{cause_color, Class, BUSY};
-use super::view::{causes_desc, class_ns};
+use super::palette::{cause_color, causes_desc, class_ns, Class, BUSY};
 use gapscope_analyzers::analysis::Analysis;
 use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::{Cause, CauseTotals};

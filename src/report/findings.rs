@@ -1,12 +1,12 @@
 //! Findings and lower bounds for the page: the analysis's own findings and
 //! each device's bounds, as table rows.
 
-use super::view::{BoundRow, FindingRow};
 use gapscope_analyzers::analysis::Analysis;
 use gapscope_analyzers::bounds::Bounds;
 use gapscope_analyzers::detectors::Finding;
 use gapscope_analyzers::format::{duration, ms, percent};
 use gapscope_collectors::trace::Ns;
+use serde::Serialize;
 
 fn window_of(a: &Analysis, device: u32) -> Ns {
     a.devices
@@ -93,6 +93,44 @@ pub fn bound_rows(bounds: &[Bounds]) -> Vec<BoundRow> {
         });
     }
     out
+}
+
+/// One finding.
+#[derive(Clone, Debug, Serialize)]
+pub struct FindingRow {
+    /// Rank, 1 first.
+    pub rank: usize,
+    /// Detector id.
+    pub id: String,
+    /// What was found.
+    pub title: String,
+    /// Estimated savings, `12.3 ms`.
+    pub savings: String,
+    /// As a share of the window, `10.2%`.
+    pub savings_pct: String,
+    /// The operator responsible.
+    pub operator: String,
+    /// Its source line.
+    pub source: String,
+    /// What in the trace shows it.
+    pub evidence: String,
+    /// What to change.
+    pub hint: String,
+}
+
+/// A lower bound on the window's length.
+#[derive(Clone, Debug, Serialize)]
+pub struct BoundRow {
+    /// `GPU n`.
+    pub device: String,
+    /// What is bounded.
+    pub name: String,
+    /// The bound, ms.
+    pub ms: String,
+    /// Share of the window, `58.0%`.
+    pub pct_of_window: String,
+    /// What it means.
+    pub meaning: String,
 }
 
 #[cfg(test)]

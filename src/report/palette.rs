@@ -5,7 +5,10 @@
 //! Colours are from the Tableau 10 palette (distinct for the common kinds
 //! of colour blindness); busy classes are cool, idle causes warm or grey.
 
+use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::Cause;
+use gapscope_analyzers::causes::CauseTotals;
+use gapscope_collectors::trace::Ns;
 
 /// A time class of the breakdown (data movement is memcpy + memset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +80,23 @@ pub fn cause_color(c: Cause) -> &'static str {
 
 /// Colour of busy time in the timeline strips.
 pub const BUSY: &str = "#4c78a8";
+
+/// The four classes of a breakdown.
+pub fn class_ns(b: &Breakdown) -> [(Class, Ns); 4] {
+    [
+        (Class::Compute, b.compute_ns),
+        (Class::Communication, b.communication_ns),
+        (Class::DataMovement, b.memcpy_ns + b.memset_ns),
+        (Class::Idle, b.idle_ns),
+    ]
+}
+
+/// Non-zero causes, most time first (precedence order breaks ties).
+pub fn causes_desc(t: &CauseTotals) -> Vec<(Cause, Ns)> {
+    let mut v: Vec<(Cause, Ns)> = t.iter().filter(|&(_, ns)| ns > 0).collect();
+    v.sort_by_key(|&(_, ns)| std::cmp::Reverse(ns));
+    v
+}
 
 #[cfg(test)]
 mod tests {

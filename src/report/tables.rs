@@ -3,7 +3,6 @@
 //! 100 steps still fits on a page.
 
 use super::palette::cause_color;
-use super::view::{Capped, MAX_DEVICES};
 use gapscope_analyzers::analysis::Analysis;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::format::{duration, ms, percent};
@@ -332,6 +331,9 @@ pub fn diagnostics(a: &Analysis) -> Vec<String> {
     out
 }
 
+/// Devices drawn and listed in full; more get "and N more".
+pub const MAX_DEVICES: usize = 8;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,5 +355,34 @@ mod tests {
         );
         let long = format!("k{}", "x".repeat(200));
         assert_eq!(short_kernel_name(&long).chars().count(), KERNEL_NAME_CHARS);
+    }
+}
+
+/// At most a fixed number of items, and how many were left out.
+#[derive(Clone, Debug, Serialize)]
+pub struct Capped<T> {
+    /// The items shown.
+    pub items: Vec<T>,
+    /// How many were left out.
+    pub more: usize,
+    /// `and N more` (empty when none were left out).
+    pub more_text: String,
+}
+
+impl<T> Capped<T> {
+    /// The first `cap` of `all`.
+    pub fn of(mut all: Vec<T>, cap: usize, noun: &str) -> Self {
+        let more = all.len().saturating_sub(cap);
+        all.truncate(cap);
+        let more_text = if more == 0 {
+            String::new()
+        } else {
+            format!("and {more} more {noun}")
+        };
+        Capped {
+            items: all,
+            more,
+            more_text,
+        }
     }
 }

@@ -6,7 +6,10 @@
 //! Lists that grow with the trace are [`Capped`]: at most a fixed number of
 //! rows plus "and N more", so 8 GPUs and 100 steps still read on one page.
 
+use super::findings::{BoundRow, FindingRow};
 use super::palette::{cause_color, Class};
+use super::palette::{causes_desc, class_ns};
+use super::tables::{Capped, MAX_DEVICES};
 use super::{charts, findings, tables};
 use gapscope_analyzers::analysis::{Analysis, DeviceReport};
 use gapscope_analyzers::bounds::Bounds;
@@ -20,8 +23,6 @@ use gapscope_analyzers::Session;
 use gapscope_collectors::trace::Ns;
 use serde::Serialize;
 
-/// Devices drawn and listed in full; more get "and N more".
-pub const MAX_DEVICES: usize = 8;
 /// Above this many devices the breakdown is drawn one line per device.
 pub const COMPACT_ABOVE: usize = 2;
 /// Step rows listed per device.
@@ -63,35 +64,6 @@ pub struct ReportView {
     pub perfetto: PerfettoView,
     /// What the importer and analysis counted, to judge the result by.
     pub diagnostics: Vec<String>,
-}
-
-/// At most a fixed number of items, and how many were left out.
-#[derive(Clone, Debug, Serialize)]
-pub struct Capped<T> {
-    /// The items shown.
-    pub items: Vec<T>,
-    /// How many were left out.
-    pub more: usize,
-    /// `and N more` (empty when none were left out).
-    pub more_text: String,
-}
-
-impl<T> Capped<T> {
-    /// The first `cap` of `all`.
-    pub fn of(mut all: Vec<T>, cap: usize, noun: &str) -> Self {
-        let more = all.len().saturating_sub(cap);
-        all.truncate(cap);
-        let more_text = if more == 0 {
-            String::new()
-        } else {
-            format!("and {more} more {noun}")
-        };
-        Capped {
-            items: all,
-            more,
-            more_text,
-        }
-    }
 }
 
 /// The analysed window.
@@ -223,44 +195,6 @@ pub struct Findings {
     pub rows: Capped<FindingRow>,
 }
 
-/// One finding.
-#[derive(Clone, Debug, Serialize)]
-pub struct FindingRow {
-    /// Rank, 1 first.
-    pub rank: usize,
-    /// Detector id.
-    pub id: String,
-    /// What was found.
-    pub title: String,
-    /// Estimated savings, `12.3 ms`.
-    pub savings: String,
-    /// As a share of the window, `10.2%`.
-    pub savings_pct: String,
-    /// The operator responsible.
-    pub operator: String,
-    /// Its source line.
-    pub source: String,
-    /// What in the trace shows it.
-    pub evidence: String,
-    /// What to change.
-    pub hint: String,
-}
-
-/// A lower bound on the window's length.
-#[derive(Clone, Debug, Serialize)]
-pub struct BoundRow {
-    /// `GPU n`.
-    pub device: String,
-    /// What is bounded.
-    pub name: String,
-    /// The bound, ms.
-    pub ms: String,
-    /// Share of the window, `58.0%`.
-    pub pct_of_window: String,
-    /// What it means.
-    pub meaning: String,
-}
-
 /// How to open the trace in Perfetto.
 #[derive(Clone, Debug, Serialize)]
 pub struct PerfettoView {
@@ -356,23 +290,6 @@ fn window_view(a: &Analysis) -> WindowView {
         what,
         duration: format!("{} ms", ms(w.duration_ns)),
     }
-}
-
-/// The four classes of a breakdown.
-pub fn class_ns(b: &Breakdown) -> [(Class, Ns); 4] {
-    [
-        (Class::Compute, b.compute_ns),
-        (Class::Communication, b.communication_ns),
-        (Class::DataMovement, b.memcpy_ns + b.memset_ns),
-        (Class::Idle, b.idle_ns),
-    ]
-}
-
-/// Non-zero causes, most time first (precedence order breaks ties).
-pub fn causes_desc(t: &CauseTotals) -> Vec<(Cause, Ns)> {
-    let mut v: Vec<(Cause, Ns)> = t.iter().filter(|&(_, ns)| ns > 0).collect();
-    v.sort_by_key(|&(_, ns)| std::cmp::Reverse(ns));
-    v
 }
 
 fn class_parts(b: &Breakdown) -> Vec<Part> {

@@ -432,7 +432,7 @@ fn short_kernel(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::analyze;
+    use crate::analyze;
     use crate::window::WindowOptions;
     use gapscope_collectors::trace::Sketch;
 

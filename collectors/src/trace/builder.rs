@@ -2,6 +2,7 @@
 
 use super::hash::FxHashMap;
 use super::links::Links;
+use super::parallel::{both, PARALLEL_ROWS};
 use super::rows::OpRow;
 use super::strings::{StrId, Strings};
 use super::tables::*;
@@ -377,28 +378,6 @@ fn join_table<T: Default>(
     let mut all = vec![std::mem::take(table(out))];
     all.extend(rest.iter_mut().map(|p| std::mem::take(table(p))));
     *table(out) = concat(all);
-}
-
-/// Below this many rows, finishing a table is quicker than starting a
-/// thread for it.
-pub(super) const PARALLEL_ROWS: usize = 1 << 16;
-
-/// Runs `a` and `b`, on two threads when `parallel`, and returns both
-/// results.
-pub(super) fn both<A: Send, B: Send>(
-    parallel: bool,
-    a: impl FnOnce() -> A + Send,
-    b: impl FnOnce() -> B + Send,
-) -> (A, B) {
-    if !parallel {
-        return (a(), b());
-    }
-    std::thread::scope(|s| {
-        let other = s.spawn(a);
-        let rb = b();
-        let ra = other.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (ra, rb)
-    })
 }
 
 fn rebase(start: &mut [Ns], end: &mut [Ns], origin: Ns) {

@@ -12,7 +12,7 @@
 //!                                                     call's start)
 //! ```
 
-use super::builder::{both, PARALLEL_ROWS};
+use super::parallel::{both, PARALLEL_ROWS};
 use super::rows::{CallRow, OpRow};
 use super::tables::*;
 

@@ -28,6 +28,7 @@
 mod builder;
 mod hash;
 mod links;
+mod parallel;
 mod rows;
 mod sketch;
 mod strings;

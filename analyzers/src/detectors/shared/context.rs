@@ -4,7 +4,7 @@
 //! replay graph that estimates savings is built beside the detectors
 //! (`detect_device`), from the same evidence.
 
-use super::pieces::Piece;
+use super::piece::Piece;
 use crate::attribution::OpContext;
 use crate::detectors::artifacts;
 use crate::evidence::DeviceEvidence;

@@ -12,11 +12,12 @@ pub(crate) mod blame;
 pub(crate) mod claims;
 pub(crate) mod context;
 pub(crate) mod draft;
+pub(crate) mod piece;
 pub(crate) mod pieces;
 pub(crate) mod sync;
 
 pub(crate) use claims::NOISE_NS;
 pub(crate) use context::Cx;
 pub(crate) use draft::Draft;
-pub(crate) use pieces::{CallClass, SLOW_CALL_NS, TINY_COPY_BYTES};
+pub(crate) use piece::{CallClass, SLOW_CALL_NS, TINY_COPY_BYTES};
 pub(crate) use sync::{SiteGroup, SyncKind};

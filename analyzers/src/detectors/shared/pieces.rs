@@ -7,84 +7,9 @@ use super::context::Cx;
 use crate::causes::Cause;
 use crate::names::{api_name, is_alloc_api, is_async_api, is_memcpy_api, is_memset_api, is_sync_api};
 use crate::segments::IdleSegment;
-use gapscope_collectors::trace::{CallRow, CopyKind, GpuKind, GpuRow, MemKind, Ns, OpRow, StrId, ThreadId};
+use gapscope_collectors::trace::{CallRow, CopyKind, GpuKind, GpuRow, MemKind, Ns};
 
-/// What a runtime call inside an idle stretch is, for the detectors that
-/// blame the call itself rather than the code around it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CallClass {
-    /// A copy to or from pageable host memory (D8).
-    Pageable,
-    /// A host→device copy of at most [`TINY_COPY_BYTES`] (D7).
-    TinyHtoD,
-    /// A non-`Async` memcpy (except small host→device ones) or memset (D9).
-    SyncCopy,
-    /// `cudaMalloc` / `cudaFree` / pinned host allocation (D14).
-    Alloc,
-    /// Any other call longer than [`SLOW_CALL_NS`] (D14).
-    Slow,
-}
-
-/// "Scalar" copy size: fits any single element, complex128 included
-/// (docs/detectors.md, D5 and D7; ours).
-pub(crate) const TINY_COPY_BYTES: u64 = 16;
-/// Host→device copies up to 64 KB return before the copy completes, so
-/// nsys's `cuda_memcpy_sync` rule skips them (CUDA Programming Guide,
-/// "Concurrent Execution between Host and Device").
-pub(crate) const SMALL_HTOD_BYTES: u64 = 64 * 1024;
-/// HTA's `runtime_cutoff`: a runtime call longer than 50 µs is an outlier.
-pub(crate) const SLOW_CALL_NS: Ns = 50_000;
-/// A copy call this close before a sync (TraceLens/HTA 50 µs runtime scale)
-/// is the copy the sync waits for: PyTorch's blocking `.to()` is
-/// `cudaMemcpyAsync` + `cudaStreamSynchronize` (docs/detectors.md, D9).
-pub(crate) const COPY_SYNC_PAIR_NS: Ns = 50_000;
-
-/// One piece of an idle segment: the segment cut at the edges of the
-/// runtime calls of interest.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Piece {
-    pub start: Ns,
-    pub end: Ns,
-    pub seg: SegmentBlame,
-    /// The blocking call holding the piece (cause `sync`), if any.
-    pub blocking: Option<CallRow>,
-    /// The call of interest holding the piece, if any.
-    pub call: Option<CallRow>,
-    pub class: Option<CallClass>,
-    /// The CPU thread whose time the piece is.
-    pub thread: Option<ThreadId>,
-}
-
-/// What a piece's segment says, without the segment's own bounds (the
-/// piece has its own): pieces are the detectors' biggest table (millions
-/// on a large trace), so they keep only this.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SegmentBlame {
-    pub cause: Cause,
-    pub op: Option<OpRow>,
-    pub annotation: Option<OpRow>,
-    pub source: StrId,
-    /// The segment waits on a first call ([`IdleSegment::first_call`]).
-    pub first_call: bool,
-}
-
-impl SegmentBlame {
-    fn of(seg: &IdleSegment) -> SegmentBlame {
-        SegmentBlame {
-            cause: seg.cause,
-            op: seg.op,
-            annotation: seg.annotation,
-            source: seg.source,
-            first_call: seg.first_call,
-        }
-    }
-}
-
-impl Piece {
-    pub fn dur(&self) -> Ns {
-        self.end - self.start
-    }
-}
+pub(crate) use super::piece::*;
 
 impl Cx<'_> {
     /// Cuts segments at the edges of the calls of interest and of lazy
