@@ -22,12 +22,12 @@ _EXPORTS = {
     "TABLES": "._analysis",
     "TraceHandler": "._torch",
     "__version__": "._gapscope",
-    "analyze": "._analysis",
+    "analyze": "._api",
     "executable": "._cli",
     "export": "._commands",
     "on_trace_ready": "._torch",
     "report": "._commands",
-    "trace_files": "._analysis",
+    "trace_files": "._args",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -10,106 +10,18 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from . import _gapscope
 from ._gapscope import GapscopeError
 
-PathLike = Union[str, "os.PathLike[str]"]
-
 #: The tables of an Analysis, in the order the docs list them.
 TABLES = ("gaps", "steps", "idle_by_cause", "kernels", "ops", "launches")
 
-_TRACE_SUFFIXES = (".json", ".json.gz", ".gst")
 
-
-def _steps_text(steps: Any) -> Optional[str]:
-    """`steps` as the command line's `A..B` (both included)."""
-    if steps is None:
-        return None
-    if isinstance(steps, str):
-        return steps
-    if isinstance(steps, bool):
-        raise GapscopeError(f"steps={steps!r}: give a step number, a pair (first, last) or 'A..B'")
-    if isinstance(steps, int):
-        return f"{steps}..{steps}"
-    if isinstance(steps, (tuple, list)) and len(steps) == 2 and all(
-        isinstance(s, int) and not isinstance(s, bool) for s in steps
-    ):
-        if min(steps) < 0:
-            raise GapscopeError(f"steps={steps!r}: step numbers are the N of ProfilerStep#N, 0 or more")
-        return f"{steps[0]}..{steps[1]}"
-    raise GapscopeError(f"steps={steps!r}: give a step number, a pair (first, last) or 'A..B'")
-
-
-def trace_files(directory: PathLike) -> List[str]:
-    """The trace files directly inside `directory`, sorted by name."""
-    names = sorted(os.listdir(directory))
-    return [
-        os.path.join(directory, n)
-        for n in names
-        if n.endswith(_TRACE_SUFFIXES) and os.path.isfile(os.path.join(directory, n))
-    ]
-
-
-def _fspath(path: Any) -> str:
-    try:
-        p = os.fspath(path)
-    except TypeError:
-        raise GapscopeError(
-            f"{path!r} is not a path; give the trace file's path as a str or pathlib.Path"
-        ) from None
-    return os.fsdecode(p) if isinstance(p, bytes) else p
-
-
-def _paths(path: Any) -> List[str]:
-    """The trace files `path` names: one file, a directory's traces, or a
-    list of files and directories."""
-    if isinstance(path, (list, tuple)):
-        out = [p for x in path for p in _paths(x)]
-        if not out:
-            raise GapscopeError("no trace given: the list is empty")
-        return out
-    p = _fspath(path)
-    if os.path.isdir(p):
-        files = trace_files(p)
-        if not files:
-            raise GapscopeError(f"{p}: the directory holds no trace (.json, .json.gz or .gst files)")
-        return files
-    return [p]
-
-
-def analyze(
-    path: Any,
-    steps: Any = None,
-    exclude_last_step: bool = False,
-    time_window: Optional[str] = None,
-) -> Any:
-    """Analyse a trace, as `gapscope analyze` does.
-
-    path: a Kineto trace (``.json``, ``.json.gz``) or a gapscope capture
-    (``.gst``): gives an Analysis. A directory or a list of several traces
-    is read as `gapscope analyze` reads them: the ranks of a job together,
-    as a Job (cross-rank waits, stragglers, each rank's Analysis), other
-    traces each alone; one result is returned as it is, several as a list
-    in input order.
-    steps: only these ProfilerSteps: ``7``, ``(5, 9)`` or ``"5..9"`` (both
-    included). exclude_last_step: leave out the last step (HTA's default).
-    time_window: only this slice of time after the trace's first event,
-    ``"2.5s..4s"``, ``"..500ms"`` (units ns, us, ms, s).
-
-    Raises GapscopeError with the command line's one-line message when the
-    trace cannot be read or the selection is empty.
-    """
-    if time_window is not None and not isinstance(time_window, str):
-        raise GapscopeError(f"time_window={time_window!r}: write it as a string START..END, e.g. '2.5s..4s'")
-    paths = _paths(path)
-    steps_text = _steps_text(steps)
-    if len(paths) > 1:
-        from ._job import analyze_batch
-
-        results = analyze_batch(paths, steps_text, bool(exclude_last_step), time_window)
-        return results[0] if len(results) == 1 else results
-    session = _gapscope.analyze_file(paths[0], steps_text, bool(exclude_last_step), time_window)
+def analyze_one(path: str, steps: Optional[str], exclude_last_step: bool,
+                time_window: Optional[str], stacklevel: int = 2) -> "Analysis":
+    """One trace file analysed in-process (the selection already in the
+    command line's words); the reader's warnings as Python warnings."""
+    session = _gapscope.analyze_file(path, steps, exclude_last_step, time_window)
     for w in session.warnings():
-        warnings.warn(f"gapscope: {w}", stacklevel=2)
-    return Analysis(session, paths[0], steps=steps_text, exclude_last_step=bool(exclude_last_step),
-                    time_window=time_window)
+        warnings.warn(f"gapscope: {w}", stacklevel=stacklevel + 1)
+    return Analysis(session, path, steps=steps, exclude_last_step=exclude_last_step, time_window=time_window)
 
 
 class Analysis:

@@ -8,7 +8,7 @@ import os
 import subprocess
 from typing import Any, List, Optional
 
-from ._analysis import _paths, _steps_text
+from ._args import _paths, _steps_text
 from ._cli import executable
 from ._gapscope import GapscopeError
 

@@ -16,7 +16,9 @@ from functools import cached_property
 from html import escape
 from typing import Any, Dict, List, Optional
 
+from ._analysis import analyze_one
 from ._cli import executable
+from ._commands import report
 from ._gapscope import GapscopeError
 
 
@@ -24,8 +26,6 @@ def analyze_batch(paths: List[str], steps: Optional[str], exclude_last_step: boo
                   time_window: Optional[str]) -> List[Any]:
     """`gapscope analyze --format json PATHS...`: one result per job or
     lone trace, in input order (a Job, or an Analysis of the lone trace)."""
-    from ._analysis import analyze
-
     args = [executable(), "analyze", "--format", "json"]
     if steps is not None:
         args += ["--steps", steps]
@@ -48,7 +48,7 @@ def analyze_batch(paths: List[str], steps: Optional[str], exclude_last_step: boo
     out = json.loads(done.stdout)
     options = dict(steps=steps, exclude_last_step=exclude_last_step, time_window=time_window)
     return [
-        Job(r, options) if r.get("kind") == "job" else analyze(r["source"]["path"], **options)
+        Job(r, options) if r.get("kind") == "job" else analyze_one(r["source"]["path"], steps, exclude_last_step, time_window, stacklevel=3)
         for r in (out if isinstance(out, list) else [out])
     ]
 
@@ -80,14 +80,14 @@ class Job:
     def ranks(self) -> Dict[int, Any]:
         """rank -> Analysis of its trace alone (the same as the job's
         ``ranks[].analysis``, with tables)."""
-        from ._analysis import analyze
-
-        return {rank: analyze(path, **self._options) for rank, path in self.paths.items()}
+        o = self._options
+        return {
+            rank: analyze_one(path, o["steps"], o["exclude_last_step"], o["time_window"])
+            for rank, path in self.paths.items()
+        }
 
     def report(self, output: Any, format: Optional[str] = None) -> str:
         """Write gapscope's report of the job (HTML, or ``format="md"``)."""
-        from ._commands import report
-
         if self._options.get("time_window") is not None:
             raise GapscopeError("the report has no time window option; analyse without time_window to report")
         return report(list(self.paths.values()), output, format=format, steps=self._options.get("steps"),

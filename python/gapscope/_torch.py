@@ -71,7 +71,7 @@ class TraceHandler:
             t.join()
 
     def _diagnose(self, path: str, cycle: int) -> None:
-        from ._analysis import analyze
+        from ._api import analyze
 
         # One analysis at a time: cycles that come faster than they are
         # analysed wait their turn instead of piling up in memory.
