@@ -5,7 +5,7 @@
 # byte-identical on every shared trace, every fixture trace and any extra
 # file given (the big benchmark traces, plain and gzip).
 #
-#   bench/same_output.sh REV [EXTRA_TRACE...]      e.g. bench/same_output.sh main /tmp/big.json
+#   bench/same_output.sh REV [EXTRA_TRACE...]      e.g. bench/same_output.sh main big.json
 #
 # REV is built in a temporary git worktree (target dir
 # ~/.cache/gapscope-ref-target, kept between runs, so a second check of the
