@@ -43,15 +43,7 @@ pub fn run(args: &ReportArgs) -> Result<Exit> {
             ReportFormat::Md => render::markdown(&view)?,
         }
     };
-    write_output(&args.output, page.as_bytes())?;
-    if !args.quiet && args.output.as_os_str() != "-" {
-        let _ = writeln!(
-            io::stderr().lock(),
-            "gapscope: wrote {} ({} bytes)",
-            args.output.display(),
-            page.len()
-        );
-    }
+    write_page(args, &page)?;
     Ok(Exit::OK)
 }
 
@@ -101,6 +93,12 @@ fn run_job(args: &ReportArgs) -> Result<Exit> {
             ReportFormat::Md => render::job_markdown(&view)?,
         }
     };
+    write_page(args, &page)?;
+    Ok(Exit::OK)
+}
+
+/// Writes the page to `args.output` and, unless quiet, says so on stderr.
+fn write_page(args: &ReportArgs, page: &str) -> Result<()> {
     write_output(&args.output, page.as_bytes())?;
     if !args.quiet && args.output.as_os_str() != "-" {
         let _ = writeln!(
@@ -110,7 +108,7 @@ fn run_job(args: &ReportArgs) -> Result<Exit> {
             page.len()
         );
     }
-    Ok(Exit::OK)
+    Ok(())
 }
 
 /// Writes a new or regular file beside the target and renames it, so a
