@@ -171,6 +171,7 @@ for f in sorted(os.listdir(d)):
                 ("block_z", "uint32"),
                 ("registers", "uint32"),
                 ("shared_mem", "uint32"),
+                ("est_achieved_occupancy_pct", "double"),
                 ("launch_id", "uint32"),
             ],
             "runtime_calls.parquet" => &[
@@ -250,6 +251,7 @@ for f in sorted(os.listdir(d)):
                            "grid_x": g.grid[0], "grid_y": g.grid[1], "grid_z": g.grid[2],
                            "block_x": g.block[0], "block_y": g.block[1], "block_z": g.block[2],
                            "registers": g.registers, "shared_mem": g.shared_mem,
+                           "est_achieved_occupancy_pct": g.occupancy_pct.map_or(Value::Null, |v| bits(f64::from(v))),
                            "launch_id": link(t.links.gpu_launch[i].map(CallRow::get))})
                 })
                 .collect(),

@@ -1,6 +1,7 @@
 //! The GPU metrics of TensorBoard's PyTorch profiler plugin, per device, so
 //! its users find the numbers they relied on: GPU utilization, estimated SM
-//! efficiency, and the utilization timeline it drew.
+//! efficiency, estimated achieved occupancy, and the utilization timeline it
+//! drew.
 //!
 //! Definitions (the plugin's `gpu_metrics_parser.py`, reproduced; its own
 //! test input and expected output are checked in
@@ -14,6 +15,11 @@
 //!   add; each stretch counts `min(sum, 1)`; the sum of value × duration
 //!   inside the window, over the window. It says how many SMs had work, not
 //!   how busy each was.
+//! - **Estimated achieved occupancy**: the kernels' own estimated achieved
+//!   occupancy (percent, as the trace gives it per kernel), averaged over
+//!   the parts of the kernels inside the window, weighted by those parts'
+//!   durations (overlapping kernels each count). It says how full the SMs
+//!   that had work were.
 //! - **Utilization timeline**: the trace's extent (first start to last end
 //!   of its complete events) cut into buckets of a power of ten µs, the
 //!   smallest that makes at most 100 of them (the last one runs to the
@@ -40,6 +46,10 @@ pub struct GpuMetrics {
     /// kernel in the window has a grid and a known SM count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub est_sm_efficiency: Option<f64>,
+    /// Estimated achieved occupancy over the window, percent (0 to 100);
+    /// `None` when no kernel in the window carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub est_achieved_occupancy_pct: Option<f64>,
     /// The utilization timeline over the trace's extent.
     pub utilization_timeline: UtilizationTimeline,
 }
@@ -125,6 +135,26 @@ pub fn sm_efficiency_spans(trace: &Trace, device: u32) -> Vec<SmEfficiencySpan> 
     out
 }
 
+/// The estimated achieved occupancy of `device` over `window`, percent:
+/// each kernel's value weighted by its duration inside the window.
+pub fn achieved_occupancy(trace: &Trace, device: u32, window: Span) -> Option<f64> {
+    let (ws, we) = window;
+    let g = &trace.gpu;
+    let (mut weighted, mut total) = (0.0, 0);
+    for i in 0..g.len() {
+        if g.device[i] != device || g.kind[i] != GpuKind::Kernel {
+            continue;
+        }
+        let Some(pct) = g.occupancy_pct[i] else { continue };
+        let d = g.end[i].min(we) - g.start[i].max(ws);
+        if d > 0 {
+            weighted += f64::from(pct) * d as f64;
+            total += d;
+        }
+    }
+    (total > 0).then(|| weighted / total as f64)
+}
+
 /// TensorBoard's bucket length for an extent of `range_ns`: the smallest
 /// power of ten µs that cuts it into at most 100 buckets.
 pub fn bucket_ns(range_ns: Ns) -> Ns {
@@ -187,6 +217,7 @@ pub fn gpu_metrics(trace: &Trace, device: u32, window: Span, kernels: &[Span]) -
     GpuMetrics {
         gpu_utilization: if len > 0.0 { inside as f64 / len } else { 0.0 },
         est_sm_efficiency: weighted.filter(|_| len > 0.0).map(|w| w / len),
+        est_achieved_occupancy_pct: achieved_occupancy(trace, device, window),
         utilization_timeline: timeline_extent(trace)
             .map(|x| utilization_timeline(kernels, x))
             .unwrap_or_default(),

@@ -1,6 +1,7 @@
 //! The kernel table: kernel rows grouped by name, with how many ran, how
 //! long, on which devices, whether they are collectives or run on Tensor
-//! Cores, and TensorBoard's mean blocks per SM; and each device's share of
+//! Cores, and TensorBoard's mean blocks per SM and mean estimated achieved
+//! occupancy; and each device's share of
 //! kernel time in Tensor Core kernels.
 //!
 //! ```text
@@ -55,6 +56,11 @@ pub struct KernelGroup {
     /// `None` when no row has both a grid and a known SM count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_blocks_per_sm: Option<f64>,
+    /// TensorBoard's "Mean Est. Achieved Occupancy": the rows' estimated
+    /// achieved occupancy (percent, as the trace gives it), averaged
+    /// weighted by duration; `None` when no row with a duration has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_occupancy_pct: Option<f64>,
 }
 
 /// Blocks per SM of GPU row `i`: its grid's block count over its device's
@@ -85,6 +91,8 @@ pub fn kernel_table(trace: &Trace) -> KernelTable {
         devices: Vec<u32>,
         bps_weighted: f64,
         bps_ns: Ns,
+        occ_weighted: f64,
+        occ_ns: Ns,
     }
     let gpu = &trace.gpu;
     let sms = sm_counts(trace);
@@ -103,6 +111,10 @@ pub fn kernel_table(trace: &Trace) -> KernelTable {
             a.bps_weighted += b * gpu.dur(i) as f64;
             a.bps_ns += gpu.dur(i);
         }
+        if let Some(pct) = gpu.occupancy_pct[i] {
+            a.occ_weighted += f64::from(pct) * gpu.dur(i) as f64;
+            a.occ_ns += gpu.dur(i);
+        }
     }
     let mut rows: Vec<KernelGroup> = by_name
         .into_iter()
@@ -117,6 +129,7 @@ pub fn kernel_table(trace: &Trace) -> KernelTable {
                 total_ns: a.total_ns,
                 devices: a.devices,
                 mean_blocks_per_sm: (a.bps_ns > 0).then(|| a.bps_weighted / a.bps_ns as f64),
+                mean_occupancy_pct: (a.occ_ns > 0).then(|| a.occ_weighted / a.occ_ns as f64),
             }
         })
         .collect();

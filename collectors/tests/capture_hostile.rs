@@ -170,8 +170,8 @@ fn damaged_captures_give_one_clear_line() {
     let good = small();
     assert!(read(&good).is_ok());
     let (head, secs, _) = parse(&good);
-    let mut v2 = good.clone();
-    v2[8] = 2;
+    let mut v3 = good.clone();
+    v3[8] = 3;
     let mut v0 = good.clone();
     v0[8] = 0;
     let mut flags = good.clone();
@@ -202,7 +202,7 @@ fn damaged_captures_give_one_clear_line() {
         ("bad magic", [b"\x89GSX".as_slice(), &good[4..]].concat(), "not a gapscope capture"),
         ("cut in the magic", good[..3].to_vec(), "truncated at byte 3, in the file header (the recording process was probably killed); re-record"),
         ("cut in the version", good[..10].to_vec(), "truncated at byte 10, in the file header"),
-        ("newer version", v2, "capture format version 2 is newer than this gapscope reads (1); upgrade gapscope"),
+        ("newer version", v3, "capture format version 3 is newer than this gapscope reads (2); upgrade gapscope"),
         ("version 0", v0, "format version 0 does not exist"),
         ("flags", flags, "unknown flags 0x1"),
         ("sections swapped", assemble(&head, &swapped), "found section tag \"DEVS\" where THRD belongs"),

@@ -172,6 +172,7 @@ fn every_field() -> Trace {
     k.block = [128, 4, 65_535];
     k.registers = 168;
     k.shared_mem = 232_448;
+    k.occupancy_pct = Some(37.5);
     b.push_gpu(k);
     let mut c = GpuActivity::new(GpuKind::Memcpy, 0, -1, origin + 35, origin + 39, copy, 3);
     c.bytes = u64::MAX;

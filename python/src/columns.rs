@@ -145,6 +145,11 @@ pub fn floats(name: &str, values: Vec<f64>) -> Column {
     Float64Chunked::from_vec(name.into(), values).into_column()
 }
 
+/// A nullable float column.
+pub fn opt_floats(name: &str, values: impl Iterator<Item = Option<f64>>) -> Column {
+    Float64Chunked::from_iter_options(name.into(), values).into_column()
+}
+
 /// A boolean column.
 pub fn bools(name: &str, values: impl Iterator<Item = bool>) -> Column {
     BooleanChunked::from_iter_values(name.into(), values).into_column()

@@ -4,7 +4,7 @@
 //! it lays out what the session found.
 //! Columns are documented in python/README.md.
 
-use crate::columns::{bools, floats, ints, opt_ints, Str, StrPool};
+use crate::columns::{bools, floats, ints, opt_floats, opt_ints, Str, StrPool};
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::launch_stats::Launch;
 use gapscope_analyzers::names::display_source;
@@ -262,6 +262,10 @@ pub fn kernels(inp: &Inputs) -> PolarsResult<DataFrame> {
         ints::<UInt32Type>(
             "shared_mem_bytes",
             rows.iter().map(|&i| g.shared_mem[i]).collect(),
+        ),
+        opt_floats(
+            "est_achieved_occupancy_pct",
+            rows.iter().map(|&i| g.occupancy_pct[i].map(f64::from)),
         ),
         inp.pool.column(
             "launch",

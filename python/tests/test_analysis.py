@@ -48,6 +48,7 @@ COLUMNS = {
         "name": pl.String, "correlation": pl.UInt64, "bytes": pl.UInt64, "copy_kind": pl.String,
         "grid_x": pl.UInt32, "grid_y": pl.UInt32, "grid_z": pl.UInt32, "block_x": pl.UInt32,
         "block_y": pl.UInt32, "block_z": pl.UInt32, "registers": pl.UInt32, "shared_mem_bytes": pl.UInt32,
+        "est_achieved_occupancy_pct": pl.Float64,
         "launch": pl.String, "operator": pl.String, "annotation": pl.String, "source": pl.String,
         "op_row": pl.UInt32,
     },

@@ -188,6 +188,9 @@ pub fn write<W: Write>(trace: &Trace, out: W) -> io::Result<ChromeCounts> {
         if g.shared_mem[i] != 0 {
             args.push(format!("\"shared memory\": {}", g.shared_mem[i]));
         }
+        if let Some(pct) = g.occupancy_pct[i] {
+            args.push(format!("\"est. achieved occupancy %\": {pct}"));
+        }
         if g.bytes[i] != 0 {
             args.push(format!("\"bytes\": {}", g.bytes[i]));
             if g.dur(i) > 0 {

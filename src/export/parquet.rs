@@ -70,6 +70,8 @@ pub(crate) enum Values<'a> {
     OptU32(Box<dyn Fn(usize) -> Option<u32> + 'a>),
     /// DOUBLE.
     F64(Box<dyn Fn(usize) -> f64 + 'a>),
+    /// DOUBLE, nullable.
+    OptF64(Box<dyn Fn(usize) -> Option<f64> + 'a>),
     /// BYTE_ARRAY annotated STRING, from the trace's string pool.
     Str(Box<dyn Fn(usize) -> StrId + 'a>),
     /// BYTE_ARRAY annotated STRING: an enum's name.
@@ -227,6 +229,10 @@ fn tables(t: &Trace) -> Vec<Table<'_>> {
                 col("registers", U32(Box::new(|i| g.registers[i]))),
                 col("shared_mem", U32(Box::new(|i| g.shared_mem[i]))),
                 col(
+                    "est_achieved_occupancy_pct",
+                    OptF64(Box::new(|i| g.occupancy_pct[i].map(f64::from))),
+                ),
+                col(
                     "launch_id",
                     OptU32(Box::new(|i| t.links.gpu_launch[i].map(CallRow::get))),
                 ),
@@ -313,6 +319,7 @@ fn field(c: &Column<'_>) -> parquet::errors::Result<Arc<Type>> {
         ),
         OptI64(_) => (Physical::INT64, None, Repetition::OPTIONAL),
         F64(_) => (Physical::DOUBLE, None, Repetition::REQUIRED),
+        OptF64(_) => (Physical::DOUBLE, None, Repetition::OPTIONAL),
         OptText(_) => (
             Physical::BYTE_ARRAY,
             Some(LogicalType::String),
@@ -629,6 +636,12 @@ fn write_column(
         Values::F64(f) => cw
             .typed::<DoubleType>()
             .write_batch(&r.map(f).collect::<Vec<_>>(), None, None),
+        Values::OptF64(f) => {
+            let v: Vec<Option<f64>> = r.map(f).collect();
+            let def: Vec<i16> = v.iter().map(|x| x.is_some() as i16).collect();
+            let present: Vec<f64> = v.iter().flatten().copied().collect();
+            cw.typed::<DoubleType>().write_batch(&present, Some(&def), None)
+        }
         Values::Str(f) => cw.typed::<ByteArrayType>().write_batch(
             &r.map(|i| pool[f(i).0 as usize].clone()).collect::<Vec<_>>(),
             None,

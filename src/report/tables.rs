@@ -3,7 +3,7 @@
 //! 100 steps still fits on a page.
 
 use super::palette::cause_color;
-use gapscope_analyzers::analysis::Analysis;
+use gapscope_analyzers::analysis::{Analysis, DeviceReport};
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::format::{duration, ms, percent};
 use gapscope_analyzers::kernels::KernelTable;
@@ -90,6 +90,8 @@ pub struct KernelsView {
     pub tensor_core_share: String,
     /// Number of distinct kernel names.
     pub distinct: usize,
+    /// TensorBoard's GPU metrics, one line per device.
+    pub gpu_metrics: Vec<String>,
 }
 
 /// Kernels of one name.
@@ -111,6 +113,10 @@ pub struct KernelView {
     pub tensor_core: bool,
     /// An NCCL/RCCL collective.
     pub communication: bool,
+    /// TensorBoard's mean blocks per SM (`-` when unknown).
+    pub blocks_per_sm: String,
+    /// TensorBoard's mean estimated achieved occupancy (`-` when unknown).
+    pub occupancy: String,
 }
 
 /// Launch statistics of one device.
@@ -247,8 +253,8 @@ fn trailing_args(s: &str) -> Option<usize> {
     None
 }
 
-/// The kernel table.
-pub fn kernels(table: &KernelTable) -> KernelsView {
+/// The kernel table, and TensorBoard's GPU metrics of `devices`.
+pub fn kernels(table: &KernelTable, devices: &[DeviceReport]) -> KernelsView {
     let rows = &table.rows;
     let total: Ns = table.total_ns;
     let shown: Ns = rows.iter().take(MAX_KERNELS).map(|r| r.total_ns).sum();
@@ -263,6 +269,8 @@ pub fn kernels(table: &KernelTable) -> KernelsView {
             share: percent(r.total_ns, total),
             tensor_core: r.tensor_core,
             communication: r.communication,
+            blocks_per_sm: r.mean_blocks_per_sm.map_or("-".into(), |b| format!("{b:.2}")),
+            occupancy: r.mean_occupancy_pct.map_or("-".into(), |p| format!("{p:.1}%")),
         })
         .collect();
     KernelsView {
@@ -271,7 +279,22 @@ pub fn kernels(table: &KernelTable) -> KernelsView {
         more_ms: ms(total - shown),
         tensor_core_share: share(table.tensor_core_share, total),
         distinct: rows.len(),
+        gpu_metrics: devices.iter().take(MAX_DEVICES).map(gpu_metrics_line).collect(),
     }
+}
+
+/// `GPU 0: utilization 78.1%, est. SM efficiency 64.0%, est. achieved
+/// occupancy 31.2%`, each part left out when unknown.
+fn gpu_metrics_line(d: &DeviceReport) -> String {
+    let m = &d.gpu_metrics;
+    let mut parts = vec![format!("utilization {:.1}%", m.gpu_utilization * 100.0)];
+    if let Some(e) = m.est_sm_efficiency {
+        parts.push(format!("est. SM efficiency {:.1}%", e * 100.0));
+    }
+    if let Some(o) = m.est_achieved_occupancy_pct {
+        parts.push(format!("est. achieved occupancy {o:.1}%"));
+    }
+    format!("GPU {}: {}", d.device, parts.join(", "))
 }
 
 /// A share 0 to 1 as the page writes percentages, `45.6%` (`-` of no

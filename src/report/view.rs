@@ -252,7 +252,7 @@ fn build_from(name: &str, analysis: &Analysis, strips: &[Strip], kernels: &Kerne
         findings,
         idle_operators: tables::idle_operators(analysis),
         gaps: tables::gaps(analysis),
-        kernels: tables::kernels(kernels),
+        kernels: tables::kernels(kernels, &analysis.devices),
         launches: tables::launches(analysis),
         bounds,
         perfetto: perfetto(name),

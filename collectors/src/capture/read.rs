@@ -189,7 +189,7 @@ fn decode(codec: u8, stored: &[u8], raw_len: u64) -> Result<Cow<'_, [u8]>, Strin
             Ok(Cow::Owned(out))
         }
         c => Err(format!(
-            "unknown codec {c} (version 1 knows 0, stored, and 1, zlib)"
+            "unknown codec {c} (versions 1 and 2 know 0, stored, and 1, zlib)"
         )),
     }
 }
@@ -343,7 +343,8 @@ pub fn trace(bytes: &[u8], file: &str) -> Result<Trace, CaptureError> {
     let ns = b.strings().len();
     let nt = r.section(Section::Threads, |c| threads(c, &mut b, ns))?;
     r.section(Section::Devices, |c| devices(c, &mut b, ns))?;
-    r.section(Section::Gpu, |c| gpu(c, &mut b, ns))?;
+    let version = r.version;
+    r.section(Section::Gpu, |c| gpu(c, &mut b, ns, version))?;
     r.section(Section::Runtime, |c| runtime(c, &mut b, ns, nt))?;
     r.section(Section::CpuOps, |c| cpu_ops(c, &mut b, ns, nt))?;
     r.section(Section::Markers, |c| markers(c, &mut b, ns, nt))?;
@@ -428,7 +429,7 @@ fn devices(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize) -> Result<(), St
     Ok(())
 }
 
-fn gpu(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize) -> Result<(), String> {
+fn gpu(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, version: u32) -> Result<(), String> {
     let n = c.rows("GPU activity table")?;
     let device = c.column::<u32>(n, "GPU activity device")?;
     let stream = c.column::<i64>(n, "GPU activity stream")?;
@@ -451,6 +452,12 @@ fn gpu(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize) -> Result<(), String
     }
     let registers = c.column::<u32>(n, "GPU activity registers")?;
     let shared_mem = c.column::<u32>(n, "GPU activity shared memory")?;
+    // Version 1 files predate the column: their occupancy is unknown.
+    let occupancy = if version >= 2 {
+        c.column::<u32>(n, "GPU activity occupancy")?
+    } else {
+        vec![OCCUPANCY_UNKNOWN; n]
+    };
     for i in 0..n {
         // A struct literal, not a constructor: a new column in the model
         // does not compile until the format stores it.
@@ -471,6 +478,7 @@ fn gpu(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize) -> Result<(), String
             block: [block[0][i], block[1][i], block[2][i]],
             registers: registers[i],
             shared_mem: shared_mem[i],
+            occupancy_pct: occupancy_value(occupancy[i]),
         });
     }
     Ok(())

@@ -12,7 +12,21 @@ use crate::trace::{ApiKind, CopyKind, CpuOpKind, GpuKind, MarkerKind, MemKind};
 pub const MAGIC: [u8; 8] = *b"\x89GST\r\n\x1a\n";
 
 /// The format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The stored occupancy of a row whose occupancy is unknown: a NaN no
+/// writer produces from a percent.
+pub const OCCUPANCY_UNKNOWN: u32 = u32::MAX;
+
+/// A row's occupancy as stored: the f32's bits, or [`OCCUPANCY_UNKNOWN`].
+pub fn occupancy_bits(v: Option<f32>) -> u32 {
+    v.map_or(OCCUPANCY_UNKNOWN, f32::to_bits)
+}
+
+/// A stored occupancy back as the column's value.
+pub fn occupancy_value(bits: u32) -> Option<f32> {
+    (bits != OCCUPANCY_UNKNOWN).then(|| f32::from_bits(bits))
+}
 
 /// Magic, version, flags.
 pub const FILE_HEADER_LEN: usize = 16;

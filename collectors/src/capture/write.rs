@@ -173,16 +173,22 @@ pub fn validate(t: &Trace) -> Result<(), String> {
 
 /// Writes `trace` as a capture to `out`. Returns the bytes written.
 pub fn write_to(trace: &Trace, out: &mut dyn Write, level: u32) -> Result<u64, CaptureError> {
+    write_version(trace, out, level, FORMAT_VERSION)
+}
+
+/// Writes `trace` in format `version` (an older one only in tests, to
+/// check that files written before a column existed still read).
+fn write_version(trace: &Trace, out: &mut dyn Write, level: u32, version: u32) -> Result<u64, CaptureError> {
     validate(trace).map_err(invalid)?;
     let mut head = Vec::with_capacity(FILE_HEADER_LEN);
     head.extend_from_slice(&MAGIC);
-    FORMAT_VERSION.put(&mut head);
+    version.put(&mut head);
     0u32.put(&mut head);
     out.write_all(&head).map_err(write_err)?;
     let mut total = head.len() as u64;
     for section in Section::ORDER {
         let mut p = Payload::new(level);
-        fill(&mut p, section, trace)?;
+        fill(&mut p, section, trace, version)?;
         total += p.finish(section, out).map_err(write_err)?;
     }
     out.flush().map_err(write_err)?;
@@ -191,7 +197,7 @@ pub fn write_to(trace: &Trace, out: &mut dyn Write, level: u32) -> Result<u64, C
 
 /// One section's payload. The field lists mirror `read.rs`; the format's
 /// column order is docs/capture-format.md's tables.
-fn fill(p: &mut Payload, section: Section, t: &Trace) -> Result<(), CaptureError> {
+fn fill(p: &mut Payload, section: Section, t: &Trace, version: u32) -> Result<(), CaptureError> {
     let io = |r: io::Result<()>| r.map_err(write_err);
     match section {
         Section::Meta => {
@@ -255,6 +261,10 @@ fn fill(p: &mut Payload, section: Section, t: &Trace) -> Result<(), CaptureError
             }
             io(p.column(&g.registers))?;
             io(p.column(&g.shared_mem))?;
+            if version >= 2 {
+                let occupancy: Vec<u32> = g.occupancy_pct.iter().map(|&v| occupancy_bits(v)).collect();
+                io(p.column(&occupancy))?;
+            }
         }
         Section::Runtime => {
             let r = &t.runtime;
@@ -309,4 +319,35 @@ fn fill(p: &mut Payload, section: Section, t: &Trace) -> Result<(), CaptureError
         Section::End => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::read;
+    use crate::trace::Sketch;
+
+    /// A version-1 file has no occupancy column: it still reads, with every
+    /// occupancy unknown and every other column as written.
+    #[test]
+    fn version_1_files_read_with_occupancy_unknown() {
+        let t = Sketch::in_units(1_000)
+            .device("GPU", 4)
+            .kernel(7, 0, 2, 1)
+            .grid([2, 1, 1])
+            .occupancy(62.5)
+            .kernel(7, 3, 4, 2)
+            .finish();
+        let read_back = |version| {
+            let mut bytes = Vec::new();
+            write_version(&t, &mut bytes, 1, version).unwrap();
+            read::trace(&bytes, "t.gst").unwrap()
+        };
+        let v2 = read_back(FORMAT_VERSION);
+        assert_eq!(v2.gpu.occupancy_pct, vec![Some(62.5), None]);
+        let v1 = read_back(1);
+        assert_eq!(v1.gpu.occupancy_pct, vec![None, None]);
+        assert_eq!(v1.gpu.grid, v2.gpu.grid);
+        assert_eq!(v1.gpu.start, v2.gpu.start);
+    }
 }

@@ -544,6 +544,12 @@ fn fill_gpu_args(row: &mut GpuActivity, a: &Args<'_>) {
     row.block = a.block.unwrap_or_default();
     row.registers = a.registers.and_then(|r| u32::try_from(r).ok()).unwrap_or(0);
     row.shared_mem = a.shared_mem.and_then(|s| u32::try_from(s).ok()).unwrap_or(0);
+    // Kineto writes a percent; anything outside 0..=100 is not one (the
+    // TensorBoard plugin drops negative values the same way).
+    row.occupancy_pct = a
+        .occupancy
+        .filter(|v| (0.0..=100.0).contains(v))
+        .map(|v| v as f32);
 }
 
 /// An id column value: 0 means none, as do negative ids.

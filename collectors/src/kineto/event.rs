@@ -70,6 +70,8 @@ pub struct Args<'a> {
     pub shared_mem: Option<i64>,
     /// `Sequence number`.
     pub sequence: Option<i64>,
+    /// `est. achieved occupancy %`.
+    pub occupancy: Option<f64>,
     /// `Input Dims` as written.
     pub input_dims: Option<&'a str>,
     /// `name` (metadata).
@@ -120,6 +122,7 @@ impl RawArgs<'_> {
             registers: self.registers,
             shared_mem: self.shared_mem,
             sequence: self.sequence,
+            occupancy: self.occupancy,
             input_dims: self.input_dims.as_ref().map(RawText::get),
             name: self.name.as_deref(),
             kind: self.kind.as_deref(),
@@ -159,6 +162,7 @@ impl Event<'_> {
                 registers: a.registers,
                 shared_mem: a.shared_mem,
                 sequence: a.sequence,
+                occupancy: a.occupancy,
                 input_dims: t(a.input_dims),
                 name: s(a.name),
                 kind: s(a.kind),

@@ -109,6 +109,7 @@ enum Arg {
     Registers,
     SharedMem,
     Sequence,
+    Occupancy,
     InputDims,
     Name,
     Kind,
@@ -143,6 +144,7 @@ impl Arg {
             13 if key == b"shared memory" => Arg::SharedMem,
             15 if key == b"Sequence number" => Arg::Sequence,
             20 if key == b"registers per thread" => Arg::Registers,
+            25 if key == b"est. achieved occupancy %" => Arg::Occupancy,
             _ => Arg::Other,
         }
     }
@@ -489,6 +491,7 @@ impl<'a> Reader<'a> {
                 Arg::Registers => a.registers = r.loose_int()?,
                 Arg::SharedMem => a.shared_mem = r.loose_int()?,
                 Arg::Sequence => a.sequence = r.loose_int()?,
+                Arg::Occupancy => a.occupancy = r.scalar_number()?,
                 Arg::InputDims => {
                     r.ws();
                     let start = r.p;

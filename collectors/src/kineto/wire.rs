@@ -260,6 +260,8 @@ pub struct RawArgs<'a> {
     pub shared_mem: Option<i64>,
     /// `Sequence number` of an autograd op.
     pub sequence: Option<i64>,
+    /// `est. achieved occupancy %` of a kernel (a number; else absent).
+    pub occupancy: Option<f64>,
     /// `Input Dims` as written.
     pub input_dims: Option<RawText<'a>>,
     /// `name`: the value of `process_name` / `thread_name` metadata.
@@ -298,6 +300,7 @@ impl<'de> Visitor<'de> for ArgsVisitor {
                 "registers per thread" => a.registers = int(map.next_value()?),
                 "shared memory" => a.shared_mem = int(map.next_value()?),
                 "Sequence number" => a.sequence = int(map.next_value()?),
+                "est. achieved occupancy %" => a.occupancy = map.next_value::<Scalar>()?.as_f64(),
                 "Input Dims" => a.input_dims = Some(map.next_value()?),
                 "name" => a.name = string(map.next_value::<Scalar>()?),
                 "kind" => a.kind = string(map.next_value::<Scalar>()?),

@@ -520,6 +520,7 @@ impl GpuActivity {
             block: [0; 3],
             registers: 0,
             shared_mem: 0,
+            occupancy_pct: None,
         }
     }
 

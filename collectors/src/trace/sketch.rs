@@ -202,6 +202,12 @@ impl Sketch {
         self
     }
 
+    /// The last GPU row's estimated achieved occupancy, percent.
+    pub fn occupancy(&mut self, pct: f32) -> &mut Self {
+        self.last_gpu().occupancy_pct = Some(pct);
+        self
+    }
+
     /// A marker of `kind`.
     pub fn marker(&mut self, kind: MarkerKind, start: Ns, end: Ns, name: &str) -> &mut Self {
         let n = self.b.intern(name);

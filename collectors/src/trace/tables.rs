@@ -214,6 +214,11 @@ columnar_table!(
         registers: u32,
         /// Shared memory per block, static + dynamic, bytes (0 when unknown).
         shared_mem: u32,
+        /// A kernel's estimated achieved occupancy, percent (0 to 100): the
+        /// share of the SM's warp slots its blocks keep busy, as the source
+        /// computed it (Kineto's `est. achieved occupancy %`); `None` when
+        /// the source does not say.
+        occupancy_pct: Option<f32>,
     }
 );
 

@@ -152,6 +152,12 @@ pub fn describe<'a>(
             if gpu.shared_mem[g] != 0 {
                 args.push(int("shared_mem", gpu.shared_mem[g] as i64));
             }
+            if let Some(pct) = gpu.occupancy_pct[g] {
+                args.push(Arg {
+                    name: "est_achieved_occupancy_pct",
+                    value: ArgValue::Double(f64::from(pct)),
+                });
+            }
             (Name::Id(gpu.name[g]), gpu_category(gpu.kind[g]))
         }
         Src::Marker(m) => (Name::Id(trace.markers.name[m as usize]), "gpu_user_annotation"),
