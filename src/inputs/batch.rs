@@ -252,7 +252,7 @@ pub fn outputs(batch: Batch, job_opts: &JobOptions) -> Vec<Output> {
 
 #[cfg(feature = "parquet")]
 fn is_summary_dir(dir: &Path) -> bool {
-    crate::export::summaries::is_summary_dir(dir)
+    super::summaries::is_summary_dir(dir)
 }
 
 #[cfg(not(feature = "parquet"))]
@@ -262,7 +262,7 @@ fn is_summary_dir(dir: &Path) -> bool {
 
 #[cfg(feature = "parquet")]
 fn read_summaries(dir: &Path) -> Result<Vec<RankSummary>> {
-    crate::export::summaries::read_dir(dir)
+    super::summaries::read_dir(dir)
 }
 
 #[cfg(not(feature = "parquet"))]

@@ -9,6 +9,8 @@
 //! views a trace, a `Session` or a job.
 
 pub mod batch;
+#[cfg(feature = "parquet")]
+pub mod summaries;
 
 use anyhow::{Context, Result};
 use gapscope_analyzers::window::{self, TimeRange, WindowOptions};
