@@ -24,7 +24,8 @@
 //! computed once, in one pass over the rows (parents precede children).
 
 use crate::names::{
-    is_annotation_name, is_dataloader_name, is_frame, is_profiler_name, is_step_name, user_frame,
+    is_annotation_name, is_dataloader_name, is_frame, is_profiler_name, is_step_name, is_warmup_name,
+    user_frame,
 };
 use gapscope_collectors::trace::{CpuOpKind, Ns, OpRow, StrId, Strings, ThreadId, Trace};
 use std::collections::HashMap;
@@ -45,8 +46,12 @@ pub struct OpContext {
     pub source: Vec<StrId>,
     /// True when the row is, or is inside, the profiler's own code.
     pub profiler: Vec<bool>,
+    /// The outermost annotation at or above each row that the program names
+    /// warm-up ([`is_warmup_name`]), if any.
+    pub warmup_range: Vec<Option<OpRow>>,
     /// True when the row is, or is inside, a first call that costs far more
-    /// than the same operator's later calls ([`first_calls`]): warm-up.
+    /// than the same operator's later calls ([`first_calls`]), or a range
+    /// the program names warm-up: warm-up either way.
     pub first_call: Vec<bool>,
     /// True when the row itself is such a first call ([`first_calls`]).
     pub first_call_own: Vec<bool>,
@@ -136,6 +141,7 @@ struct NameClass {
     annotation: bool,
     dataloader: bool,
     profiler: bool,
+    warmup: bool,
     /// The name is a frame `file.py(N): fn`; `user` when outside libraries.
     frame: bool,
     user: bool,
@@ -152,6 +158,7 @@ impl OpContext {
             dataloader: vec![None; n],
             source: vec![Strings::EMPTY; n],
             profiler: vec![false; n],
+            warmup_range: vec![None; n],
             first_call: first_calls(trace),
             first_call_own: Vec::new(),
             launches: launching_rows(trace),
@@ -183,7 +190,9 @@ impl OpContext {
                 inherit(&cx.dataloader)
             };
             cx.profiler[i] = name.profiler || parent.is_some_and(|p| cx.profiler[p]);
-            cx.first_call[i] = cx.first_call[i] || parent.is_some_and(|p| cx.first_call[p]);
+            cx.warmup_range[i] = inherit(&cx.warmup_range).or(me.filter(|_| is_annotation && name.warmup));
+            cx.first_call[i] =
+                cx.first_call[i] || cx.warmup_range[i].is_some() || parent.is_some_and(|p| cx.first_call[p]);
             let (own_any, own_user) = own_frame(trace, &mut classes, i, name);
             let up = |v: &[StrId]| parent.map_or(Strings::EMPTY, |p| v[p]);
             user_src[i] = own_user.unwrap_or_else(|| up(&user_src));
@@ -339,6 +348,7 @@ fn classify(name: &str) -> NameClass {
         annotation: is_annotation_name(name),
         dataloader: is_dataloader_name(name),
         profiler: is_profiler_name(name),
+        warmup: is_warmup_name(name),
         frame: user || name.split(';').any(is_frame),
         user,
     }

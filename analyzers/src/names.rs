@@ -246,6 +246,33 @@ pub fn is_annotation_name(name: &str) -> bool {
     (name.contains('#') && !is_step_name(name)) || name.starts_with("nn.Module:")
 }
 
+/// Allocation-only operator: creates a tensor without computing anything
+/// (`aten::empty`, `aten::empty_strided`, `aten::empty_like`,
+/// `aten::new_empty`, `aten::resize_`). Its host time is the allocator's.
+pub fn is_allocation_op(name: &str) -> bool {
+    let base = name.split('.').next().unwrap_or(name);
+    matches!(
+        base,
+        "aten::empty"
+            | "aten::empty_strided"
+            | "aten::empty_like"
+            | "aten::new_empty"
+            | "aten::new_empty_strided"
+            | "aten::resize_"
+    )
+}
+
+/// Warm-up range: a range the program itself names warm-up
+/// (`[param|model|warmup|forward]`, `warmup`, `warm_up_iters`, `Warm-up`):
+/// benchmark harnesses run such iterations before measuring, so what is
+/// inside them is not the steady state.
+pub fn is_warmup_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    ["warmup", "warm_up", "warm-up", "warm up"]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
 /// DataLoader: an input-pipeline range, a DataLoader (or DataPipe)
 /// `__next__`, e.g.
 /// `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`.
@@ -305,6 +332,32 @@ pub fn display_source(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warmup_and_allocation_names() {
+        for n in [
+            "[param|m|0|0|0|warmup|forward]",
+            "warm_up_iters",
+            "Warm-up",
+            "## warm up ##",
+        ] {
+            assert!(is_warmup_name(n), "{n}");
+        }
+        for n in ["[param|m|0|0|0|measure|forward]", "ProfilerStep#3", "warm"] {
+            assert!(!is_warmup_name(n), "{n}");
+        }
+        for n in [
+            "aten::empty",
+            "aten::empty.memory_format",
+            "aten::empty_strided",
+            "aten::resize_",
+        ] {
+            assert!(is_allocation_op(n), "{n}");
+        }
+        for n in ["aten::zeros", "aten::empty_cache", "aten::ones", "aten::copy_"] {
+            assert!(!is_allocation_op(n), "{n}");
+        }
+    }
 
     #[test]
     fn api_families() {

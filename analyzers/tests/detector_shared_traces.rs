@@ -196,9 +196,9 @@ fn alexnet_waits_once_on_the_fft_side_streams() {
 /// `aten::empty_strided` creates the context (a 29.9 s
 /// `cudaDeviceGetStreamPriorityRange`) and the first convolutions
 /// initialize cuDNN; each takes far longer than its later calls. That is
-/// first-call warm-up, ranked first, not slow API calls to remove. A
-/// `cudaLaunchKernel` outside the first calls is still an outlier against
-/// its API's median (9 µs), and the allocator calls outside them remain.
+/// first-call warm-up, ranked first, not slow API calls to remove. So is
+/// everything inside the range the benchmark names warm-up; the allocator
+/// calls of its measured forward remain D14's.
 #[test]
 fn alexnet_first_calls_are_warmup() {
     let f = shared_findings(ALEXNET, &AnalyzeOptions::default());
@@ -211,14 +211,29 @@ fn alexnet_first_calls_are_warmup() {
     assert!(w.idle_ns > 30_000_000_000, "{w:?}");
     assert!(w.hint.contains("CUDA_MODULE_LOADING"), "{}", w.hint);
     assert!(w.title.contains("aten::empty_strided"), "{}", w.title);
-    let launch = of(&f, "slow_runtime_calls")
-        .into_iter()
-        .find(|x| x.title.contains("`cudaLaunchKernel`"))
-        .expect("slow launches");
-    assert!(launch.title.contains("usually 9.0 µs"), "{}", launch.title);
+    // The benchmark names its first forward `...|warmup|forward`: what it
+    // pays there (cuDNN's 277 ms and 764 ms workspace mallocs, a 53 µs
+    // launch) is warm-up, not the measured forward's cost.
+    assert!(
+        w.hint.contains(
+            "`[param|pytorch.model.alex_net|0|0|0|warmup|forward]`, which the program itself names warm-up"
+        ),
+        "{}",
+        w.hint
+    );
+    assert!(of(&f, "slow_runtime_calls").is_empty(), "{f:?}");
+    // What is left to D14 is the measured forward's allocations, after the
+    // harness's `clear_cache` emptied the allocator: tens of ms, not 1.12 s.
     let alloc = of(&f, "allocator_calls_in_step");
     assert_eq!(alloc.len(), 1);
+    assert!(alloc[0].idle_ns < 100_000_000, "{:?}", alloc[0]);
+    assert_eq!(
+        alloc[0].annotation.as_deref(),
+        Some("[param|pytorch.model.alex_net|0|0|0|measure|forward]")
+    );
     assert!(alloc[0].hint.contains("empty_cache()"), "{}", alloc[0].hint);
+    // No profiled steps: no "per step" figures.
+    assert!(f.iter().all(|x| !x.hint.contains("per step")), "{f:?}");
 }
 
 /// The one `Stream Wait Event` here (stream 24 on stream 20) comes 19 ms
@@ -299,4 +314,46 @@ fn amd_trace_last_step_is_cut_short() {
     opts.window.exclude_last_step = true;
     let f = shared_findings(AMD, &opts);
     assert!(of(&f, "partial_last_step").is_empty(), "{f:?}");
+}
+
+/// A finding whose saving the trace cannot estimate ranks by the most its
+/// fix could save: here 73.3 ms of communication nothing hides (D15) and
+/// 19.8 ms of device idle during cross-stream waits (D13) rank above 18
+/// pageable copies that save 0.04 ms.
+#[test]
+fn unestimable_findings_rank_by_what_they_could_save() {
+    let f = shared_findings("hta/trace_diff/test/test.json.gz", &AnalyzeOptions::default());
+    assert_eq!(f[0].id, "exposed_communication", "{f:?}");
+    assert!(!f[0].estimable);
+    assert_eq!(f[0].savings_bound_ns, Some(f[0].explained_ns));
+    let cross = of(&f, "cross_stream_wait");
+    assert_eq!(cross[0].savings_bound_ns, Some(cross[0].idle_ns));
+    let pos = |id: &str| f.iter().position(|x| x.id == id).unwrap();
+    assert!(pos("cross_stream_wait") < pos("pageable_copies"), "{f:?}");
+    for w in f.windows(2) {
+        assert!(w[0].weight() >= w[1].weight(), "{f:?}");
+    }
+    // Estimable findings carry no bound.
+    assert!(f
+        .iter()
+        .filter(|x| x.estimable)
+        .all(|x| x.savings_bound_ns.is_none()));
+}
+
+/// `aten::empty` (inside `aten::ones`) holds the CPU 2.19 ms with nothing
+/// queued: an allocation, so the advice is the allocator's, not "compute
+/// on the GPU" or "views and reshapes".
+#[test]
+fn a_slow_allocation_gets_allocator_advice() {
+    let f = shared_findings(
+        "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let d2 = of(&f, "cpu_bound_operator");
+    let empty = d2
+        .iter()
+        .find(|x| x.operator.as_deref() == Some("aten::empty"))
+        .expect("aten::empty");
+    assert!(empty.hint.contains("only allocate"), "{}", empty.hint);
+    assert!(!empty.hint.contains("compute on the CPU"), "{}", empty.hint);
 }

@@ -253,17 +253,21 @@ fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::
     if !mine.is_empty() {
         writeln!(
             out,
-            "  What to fix (ranked by estimated savings, else by the idle time explained)"
+            "  What to fix (ranked by estimated savings, else by the most a fix could save)"
         )?;
         for (i, f) in mine.iter().take(MAX_FINDINGS).enumerate() {
             writeln!(out, "  {:>2}. [{}] {}", i + 1, f.detector, f.title)?;
             // A primary finding's 0 can be a replay result (another wait
             // follows, so this fix alone moves nothing); context findings
             // are not idle time at all.
+            let bound = f
+                .savings_bound_ns
+                .map(|b| format!(" (at most {} ms)", ms(b)))
+                .unwrap_or_default();
             let saves = match (f.primary, f.estimable) {
                 (true, true) => format!("saves ~{} ms of", ms(f.est_savings_ns)),
-                (true, false) => "saving not estimable from the trace;".to_string(),
-                (false, _) => "context, not idle time:".to_string(),
+                (true, false) => format!("saving not estimable from the trace{bound};"),
+                (false, _) => format!("context, not idle time{bound}:"),
             };
             let at = place(
                 f.operator.as_deref(),

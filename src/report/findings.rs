@@ -24,6 +24,8 @@ pub fn finding_rows(a: &Analysis, findings: &[Finding]) -> Vec<FindingRow> {
             let window = window_of(a, f.device);
             let (savings, savings_pct) = if f.est_savings_ns > 0 {
                 (duration(f.est_savings_ns), percent(f.est_savings_ns, window))
+            } else if let Some(b) = f.savings_bound_ns.filter(|_| !f.estimable) {
+                (format!("not estimated (at most {})", duration(b)), String::new())
             } else {
                 ("not estimated".to_string(), String::new())
             };

@@ -549,6 +549,7 @@ mod tests {
             explained_ns: 38_000_000,
             est_savings_ns: 30_000_000,
             estimable: true,
+            savings_bound_ns: None,
             primary: true,
             operator: None,
             annotation: Some("enumerate(DataLoader)".into()),

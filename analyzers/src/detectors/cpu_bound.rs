@@ -52,6 +52,7 @@
 use super::{Cx, Draft, NOISE_NS};
 use crate::causes::Cause;
 use crate::format::{duration, percent_whole};
+use crate::names::is_allocation_op;
 use gapscope_collectors::trace::{CpuOpKind, OpRow, Strings};
 use std::collections::{HashMap, HashSet};
 
@@ -128,6 +129,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 None => format!("The `{range}` range"),
             };
             let dominant = op.as_deref().unwrap_or("its operators");
+            let per = cx.per_step();
             let mut d = Draft::new(
                 "D2",
                 "cpu_bound_range",
@@ -137,7 +139,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 ),
                 format!(
                     "{place} keeps the CPU busy in {n_ops} operators (most of the time in \
-                     `{dominant}`) and the Python between them for {per_step} per step while \
+                     `{dominant}`) and the Python between them for {per_step} {per} while \
                      nothing is queued on the GPU. {}",
                     advice(cx, &pieces)
                 ),
@@ -151,6 +153,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         } else if let Some(op) = key.strip_prefix("o:") {
             let blame = cx.blame(&pieces);
             let place = cx.where_(&Some(op.to_string()), &blame.2);
+            let per = cx.per_step();
             let mut d = Draft::new(
                 "D2",
                 "cpu_bound_operator",
@@ -159,7 +162,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                     duration(idle)
                 ),
                 format!(
-                    "{place} keeps the CPU busy for {per_step} per step before the next GPU work \
+                    "{place} keeps the CPU busy for {per_step} {per} before the next GPU work \
                      is launched. {}",
                     advice(cx, &pieces)
                 ),
@@ -175,13 +178,14 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 .map(|a| format!(" inside `{a}`"))
                 .unwrap_or_default();
             let at = blame.2.as_ref().map(|s| format!(" at {s}")).unwrap_or_default();
+            let per = cx.per_step();
             let mut d = Draft::new(
                 "D2",
                 "framework_overhead",
                 format!("The GPU waits for Python / framework code between operators ({} idle, {share} of the window)", duration(idle)),
                 format!(
                     "Between operators{inside}{at} the CPU runs Python and framework code for \
-                     {per_step} per step while the GPU has nothing queued. {}",
+                     {per_step} {per} while the GPU has nothing queued. {}",
                     match host_work(cx, &pieces) {
                         HostWork::Compiled(_) => advice(cx, &pieces),
                         _ => format!(
@@ -278,6 +282,9 @@ enum HostWork {
     Framework,
     /// Operators that launch nothing and run long: CPU compute.
     CpuCompute,
+    /// Host-only time mostly inside allocation-only operators
+    /// ([`is_allocation_op`]): the allocator, not computation.
+    Allocation,
 }
 
 /// Host-only operators whose calls hold at least this much idle time each
@@ -351,6 +358,7 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
     let mut regions: Vec<OpRow> = Vec::new();
     let (mut op_total, mut launching) = (0i64, 0i64);
     let mut host_only_ops: HashSet<OpRow> = HashSet::new();
+    let mut allocating = 0i64;
     let mut by_op: HashMap<Option<OpRow>, i64> = HashMap::new();
     for &i in pieces {
         let p = &cx.pieces[i];
@@ -370,6 +378,9 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
                 launching += d;
             } else {
                 host_only_ops.insert(op);
+                if is_allocation_op(t.strings.get(ops.name[op.index()])) {
+                    allocating += d;
+                }
             }
             *by_op.entry(cx.outer_operator(Some(op))).or_default() += d;
         }
@@ -392,6 +403,9 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
     }
     if op_total == 0 || 2 * launching >= op_total {
         return HostWork::Dispatch;
+    }
+    if 2 * allocating >= op_total - launching {
+        return HostWork::Allocation;
     }
     let per_call = (op_total - launching) / (host_only_ops.len().max(1) as i64);
     if per_call >= CPU_COMPUTE_MIN_NS {
@@ -448,6 +462,12 @@ fn advice(cx: &Cx, pieces: &[usize]) -> String {
              out of the step, let `torch.compile` trace them away, or replay the step as {graphs} \
              graphs so none of it runs per step."
         ),
+        HostWork::Allocation => "Most of this time is inside operators that only allocate \
+             (`aten::empty` and kin): the allocator at work, not computation. A slow one maps a \
+             large host tensor's pages, registers pinned memory, or grows the caching allocator. \
+             Allocate such buffers once outside the loop and reuse them (`out=` arguments, a \
+             preallocated tensor refilled with `copy_` or `fill_`), and pin host buffers once."
+            .to_string(),
         HostWork::CpuCompute => "These operators launch nothing on the GPU: they compute on the \
              CPU. If they work on CPU tensors, move the tensors to the GPU or precompute the \
              result outside the loop (or in DataLoader workers); if they are many small \

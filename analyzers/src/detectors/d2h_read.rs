@@ -60,8 +60,9 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                  `torch.cuda.current_stream().synchronize()` before reading; avoid `nonzero()` / \
                  boolean-mask indexing inside the step, which read back a size."
             };
+            let per = cx.per_step();
             let hint = format!(
-                "{place} blocks the CPU until the GPU finishes, then the GPU idles {} per step \
+                "{place} blocks the CPU until the GPU finishes, then the GPU idles {} {per} \
                  while the CPU catches up. {advice} Find every such call with \
                  `torch.cuda.set_sync_debug_mode(\"warn\")`.",
                 duration(g.idle_ns / cx.n_steps())

@@ -58,9 +58,10 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         duration(idle),
         percent_whole(dl_ns, cx.window_ns())
     );
+    let per = cx.per_step();
     let hint = format!(
         "Loading the next batch on the training thread takes {} of each step, and the GPU \
-         idles {} per step waiting for it. Load batches in worker processes: \
+         idles {} {per} waiting for it. Load batches in worker processes: \
          `DataLoader(..., num_workers=N)` with N > 0 (start with the number of CPU cores per \
          GPU), `pin_memory=True` and `persistent_workers=True`; raise `prefetch_factor` if the \
          workers still fall behind, and move heavy transforms to the GPU or to preprocessing.",

@@ -39,8 +39,9 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 g.calls.len(),
                 duration(g.idle_ns)
             );
+            let per = cx.per_step();
             let hint = format!(
-                "{place} waits for all queued GPU work ({api}), {} idle per step. Remove the \
+                "{place} waits for all queued GPU work ({api}), {} idle {per}. Remove the \
                  synchronization (timing code often adds it: use `torch.cuda.Event(enable_timing=True)` \
                  and read the times after the loop), or make the dependency GPU-side with \
                  `stream.wait_event(event)` / `stream.wait_stream(other)` so the host keeps \

@@ -109,6 +109,9 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
     d.primary = false;
     d.estimable = false;
     d.removed_busy_ns = e.exposed_ns;
+    // Hidden entirely behind compute, the exposed time is the most the
+    // step could gain.
+    d.savings_bound_ns = Some(e.exposed_ns);
     d.blame = Some(blame);
     rows.sort_by_key(|&(x, r)| (std::cmp::Reverse(x), r));
     for &(_, r) in rows.iter().take(MAX_EVIDENCE) {

@@ -114,6 +114,12 @@ pub struct Finding {
     /// context): `est_savings_ns` is then 0 and means "unknown".
     #[serde(default = "yes")]
     pub estimable: bool,
+    /// When the saving is not estimable: the most the fix could save, the
+    /// device idle time the finding covers (for exposed communication, the
+    /// exposed time); absent when the saving is estimable or nothing bounds
+    /// it. Findings rank by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savings_bound_ns: Option<Ns>,
     /// Whether `idle_ns` is an exclusive claim on device idle time (false
     /// for context findings such as underfilled kernels).
     pub primary: bool,
@@ -200,13 +206,13 @@ fn yes() -> bool {
 
 impl Finding {
     /// What ranks the finding: its estimated saving, or, when the trace
-    /// cannot estimate one, the idle time it claims (the most its cause
-    /// could be costing); 0 for context findings.
+    /// cannot estimate one, the most it could save
+    /// ([`savings_bound_ns`](Finding::savings_bound_ns)).
     pub fn weight(&self) -> Ns {
-        match (self.estimable, self.primary) {
-            (true, _) => self.est_savings_ns,
-            (false, true) => self.idle_ns,
-            (false, false) => 0,
+        if self.estimable {
+            self.est_savings_ns
+        } else {
+            self.savings_bound_ns.unwrap_or(0)
         }
     }
 }

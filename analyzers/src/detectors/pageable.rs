@@ -72,8 +72,9 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         duration(busy),
         duration(idle)
     );
+    let per = cx.per_step();
     let hint = format!(
-        "{place} copies {:.1} MB per step from or to pageable host memory; such copies are \
+        "{place} copies {:.1} MB {per} from or to pageable host memory; such copies are \
          staged by the driver and block the host, so they cannot overlap compute. Use \
          `DataLoader(pin_memory=True)` and `.to(device, non_blocking=True)`, or allocate the host \
          buffer pinned once (`torch.empty(..., pin_memory=True)`); calling `.pin_memory()` \

@@ -188,9 +188,10 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                  so the norms are computed with multi-tensor kernels."
                 .to_string(),
         };
+        let per = cx.per_step();
         let hint = format!(
             "`{range_name}` runs `{}` once per parameter tensor ({repeats} launches), so the GPU \
-             idles {} per step between tiny kernels. {fix}",
+             idles {} {per} between tiny kernels. {fix}",
             f0.op,
             duration(idle / n)
         );

@@ -253,8 +253,10 @@ fn allocator_calls(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
         calls.len(),
         duration(idle)
     );
+    let per = cx.per_step();
     let hint = format!(
-        "{place} calls the {} allocator ({main_api}) {inside}, {per_step} idle per step. {}",
+        "{place} calls the {} allocator ({main_api}) while the GPU has nothing to do: {per_step} \
+         idle {per}. {}",
         cx.platform.name(),
         advice.join(" ")
     );
@@ -391,9 +393,10 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 cx.platform.name()
             )
         };
+        let per = cx.per_step();
         let hint = format!(
             "{place} makes `{api}` calls that take up to {} ({usual_text}) while the GPU waits, \
-             {per_step} idle per step. {advice}",
+             {per_step} idle {per}. {advice}",
             duration(longest)
         );
         let mut d = Draft::new("D14", "slow_runtime_calls", title, hint);

@@ -44,9 +44,10 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 g.copies.len().max(1),
                 duration(g.idle_ns)
             );
+            let per = cx.per_step();
             let hint = format!(
                 "{place} turns a host number into a CUDA tensor (`torch.tensor(x, device=\"cuda\")` \
-                 or similar), a copy that waits for the GPU every call: {} idle per step. Do the \
+                 or similar), a copy that waits for the GPU every call: {} idle {per}. Do the \
                  scalar math on the host (`math.sqrt(d)` instead of \
                  `torch.sqrt(torch.tensor(d, device=\"cuda\"))`), pass the Python number \
                  straight to the tensor op (`x * scale`), or create the constant once on the \

@@ -85,9 +85,10 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             "{who} launches {kernels} small kernels back to back; the GPU is idle {} of that time",
             percent_whole(span - busy, span)
         );
+        let per = cx.per_step();
         let hint = format!(
             "{who} launches {kernels} kernels averaging {} each, and the GPU waits for the CPU \
-             between them ({} idle per step). Fuse them with `torch.compile(model)`, use the \
+             between them ({} idle {per}). Fuse them with `torch.compile(model)`, use the \
              multi-tensor (`foreach=True`) or `fused=True` variants where they exist, or capture \
              the region with {} graphs (`torch.compile(mode=\"reduce-overhead\")` or \
              `torch.cuda.graphs`) so it is launched once.",

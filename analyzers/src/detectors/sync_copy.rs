@@ -40,8 +40,9 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 g.calls.len(),
                 duration(g.idle_ns)
             );
+            let per = cx.per_step();
             let hint = format!(
-                "Copies at {place} block the CPU until they finish, {} idle per step. Issue them \
+                "Copies at {place} block the CPU until they finish, {} idle {per}. Issue them \
                  with `non_blocking=True` from pinned memory (`tensor.pin_memory()` once, or \
                  `DataLoader(pin_memory=True)`) and synchronize once, only where the result is \
                  used on the host; use `{}` / `{}` in extensions.",

@@ -15,9 +15,12 @@
 //! and 50 µs more), and pieces under CUPTI's `Lazy Function Loading`
 //! records (the driver loading a kernel's module on its first launch; Kineto
 //! files them as overhead, but the program pays them without a profiler
-//! too). Library initialization, kernel selection and lazy loading happen
-//! once: they tell nothing about the steady state, so they are claimed
-//! before D2, D3 and D14 could read them as a hot loop.
+//! too), and pieces inside a range the program itself names warm-up
+//! ([`is_warmup_name`](crate::names::is_warmup_name): a benchmark's
+//! `[...|warmup|forward]` iterations, run before it measures). Library
+//! initialization, kernel selection, the caching allocator's growth and
+//! lazy loading happen once: they tell nothing about the steady state, so
+//! they are claimed before D2, D3 and D14 could read them as a hot loop.
 //!
 //! Threshold: [`NOISE_NS`](super::NOISE_NS). Attribution: the operator with
 //! the most warm-up idle time. Savings: not estimable for the steady state
@@ -60,12 +63,20 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     // operator whose own first call is the slow one (`aten::addmm`, not
     // the `aten::linear` around it).
     let mut calls: BTreeMap<String, Vec<OpRow>> = BTreeMap::new();
+    // Idle time inside ranges the program names warm-up, by range name.
+    let mut ranges: BTreeMap<String, Ns> = BTreeMap::new();
     for &i in &pieces {
         let p = &cx.pieces[i];
         if !p.seg.first_call {
             continue;
         }
-        let mut at = p.seg.op.or(p.seg.annotation);
+        let row = p.seg.op.or(p.seg.annotation);
+        if let Some(r) = row.and_then(|r| cx.ops.warmup_range[r.index()]) {
+            *ranges
+                .entry(t.strings.get(ops.name[r.index()]).to_string())
+                .or_default() += p.dur();
+        }
+        let mut at = row;
         while let Some(r) = at.filter(|r| !cx.ops.first_call_own[r.index()]) {
             at = ops.parent[r.index()];
         }
@@ -141,6 +152,21 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
             p.eager_loading()
         ));
     }
+    let mut ranges: Vec<(String, Ns)> = ranges.into_iter().collect();
+    ranges.sort_by_key(|(n, ns)| (std::cmp::Reverse(*ns), n.clone()));
+    if let Some((name, ns)) = ranges.first() {
+        let others = match ranges.len() {
+            1 => String::new(),
+            n => format!(" and {} more such ranges", n - 1),
+        };
+        parts.push(format!(
+            "{} of it is inside `{name}`{others}, which the program itself names warm-up: the \
+             iterations it runs before it measures. Whatever they pay once (allocator growth, \
+             library handles, kernel selection) says nothing about the measured steps; judge \
+             those by the ranges after it.",
+            duration(ranges.iter().map(|r| r.1).sum::<Ns>().max(*ns)),
+        ));
+    }
     if lazy_n > 0 {
         parts.push(format!(
             "{lazy_n} `Lazy Function Loading` records show the driver loading a kernel's module \
@@ -156,9 +182,11 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
          warm up with every input shape the run will see."
             .to_string(),
     );
-    let what = named
-        .first()
-        .map_or_else(|| "kernel loading".to_string(), |(n, _)| format!("`{n}`"));
+    let what = match (named.first(), ranges.first()) {
+        (Some((n, _)), _) => format!("`{n}`"),
+        (None, Some((r, _))) => format!("inside `{r}`"),
+        (None, None) => "kernel loading".to_string(),
+    };
     let title = format!(
         "{} of idle time is first-call warm-up ({what}{}), not steady state",
         duration(idle),
@@ -182,6 +210,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
                 .map(|a| module_class(&a).to_string()),
             cx.source(cx.ops.source[r]),
         ));
+    } else if let Some((name, _)) = ranges.first() {
+        d.blame = Some((None, Some(name.clone()), None));
     }
     d.pieces = pieces;
     Some(d)

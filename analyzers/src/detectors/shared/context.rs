@@ -83,6 +83,16 @@ impl<'a> Cx<'a> {
         (self.steps.len() - partial).max(1) as i64
     }
 
+    /// "per step", or "in the window" for a window without profiled steps:
+    /// what a per-step figure ([`Cx::n_steps`]) covers, said truthfully.
+    pub fn per_step(&self) -> &'static str {
+        if self.steps.is_empty() {
+            "in the window"
+        } else {
+            "per step"
+        }
+    }
+
     pub fn window_ns(&self) -> Ns {
         self.window.1 - self.window.0
     }

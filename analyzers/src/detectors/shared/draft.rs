@@ -35,6 +35,9 @@ pub(crate) struct Draft {
     /// Idle time to report for a non-primary finding (primary ones sum
     /// their pieces).
     pub context_idle_ns: Ns,
+    /// When not estimable: the most the fix could save, if more than the
+    /// idle time the draft covers (exposed communication: the exposed time).
+    pub savings_bound_ns: Option<Ns>,
     pub evidence: Vec<Evidence>,
 }
 
@@ -55,6 +58,7 @@ impl Draft {
             hint,
             blame: None,
             context_idle_ns: 0,
+            savings_bound_ns: None,
             evidence: Vec::new(),
         }
     }
@@ -112,6 +116,9 @@ impl Cx<'_> {
             d.context_idle_ns
         };
         let explained_ns = idle_ns + d.removed_busy_ns + d.drain_ns;
+        let savings_bound_ns = (!d.estimable)
+            .then(|| d.savings_bound_ns.unwrap_or(idle_ns))
+            .filter(|&b| b > 0);
         let (operator, annotation, source) = d.blame.clone().unwrap_or_else(|| self.blame(&d.pieces));
         let mut evidence = d.evidence;
         let mut largest: Vec<usize> = d.pieces.clone();
@@ -136,6 +143,7 @@ impl Cx<'_> {
             explained_ns,
             est_savings_ns,
             estimable: d.estimable,
+            savings_bound_ns,
             primary: d.primary,
             operator,
             annotation,
