@@ -38,6 +38,8 @@ def lines(summary: Dict[str, Any], top: int = 3) -> List[str]:
         text = f"  {i}. {f['title']}"
         if saves > 0:
             text += f" (saves ~{ms(saves)}, {_share(saves, w['duration_ns'])})"
+        elif f.get("savings_bound_ns"):
+            text += f" (saving not estimable; at most {ms(f['savings_bound_ns'])})"
         if at:
             text += f" at {at}"
         out.append(text)

@@ -57,8 +57,14 @@ def summary_html(s: Dict[str, Any], max_findings: int = 10) -> str:
         for i, f in enumerate(findings[:max_findings], 1):
             at = f.get("source") or f.get("operator") or f.get("annotation") or ""
             saves = f["est_savings_ns"]
-            saving = (f"{ms(saves)}<br><span style='color:#666'>{_pct(saves, w['duration_ns'])} of the window</span>"
-                      if saves > 0 else "<span style='color:#666'>not estimable</span>")
+            bound = f.get("savings_bound_ns")
+            if saves > 0:
+                saving = f"{ms(saves)}<br><span style='color:#666'>{_pct(saves, w['duration_ns'])} of the window</span>"
+            elif bound:
+                saving = f"<span style='color:#666'>not estimable; at most {ms(bound)}</span>"
+            else:
+                saving = "<span style='color:#666'>not estimable</span>"
+
             rows.append(
                 f"<tr><td style='{cell}'>{i}</td>"
                 f"<td style='{cell}'>{e(f['title'])}<div style='color:#555;margin-top:2px'>{e(f['hint'])}</div></td>"

@@ -264,6 +264,17 @@ def test_repr_html_shows_summary_and_findings(pair):
     assert "<script" not in html
 
 
+def test_unestimable_findings_show_their_bound(pair):
+    a, j = pair
+    html = a._repr_html_()
+    for f in j["findings"][:10]:
+        if not f["estimable"] and f.get("savings_bound_ns"):
+            assert f"not estimable; at most {f['savings_bound_ns'] / 1e6:.3f} ms" in html
+            break
+    for f in j["findings"]:
+        assert ("savings_bound_ns" in f) == (not f["estimable"] and f.get("savings_bound_ns", 0) > 0)
+
+
 def test_report_and_export_are_the_clis_files(traces, cli, tmp_path):
     p = traces / SHARED[0]
     for fmt, name in [(None, "r.html"), ("md", "r.md")]:
