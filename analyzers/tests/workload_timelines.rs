@@ -560,6 +560,63 @@ fn near_miss_a_first_call_three_times_slower_is_no_warm_up() {
     assert!(find(&f, "first_call_warmup").is_none());
 }
 
+/// A benchmark's warm-up range and its measured range, each a convolution
+/// that calls `cudaMalloc` (250 µs) before its launch; nothing queued on
+/// the GPU meanwhile, no profiled steps.
+///
+/// ```text
+/// µs          0   10          270 275  300       500   510         770 775  800
+/// stream 7    [k0]                [k1]                                [k2]
+/// thread 1        [`first` range ...........]  [## measure ## ..............]
+///                 [aten::conv2d .........]       [aten::conv2d .........]
+///                  [cudaMalloc 250][L]            [cudaMalloc 250][L]
+/// ```
+fn warmup_range_trace(first: &str) -> Trace {
+    let mut t = Sketch::in_units(US);
+    t.call(0, 2, "cudaLaunchKernel", 1)
+        .named_kernel("k0", 7, 0, 10, 1);
+    for (i, (range, at)) in [(first, 10), ("## measure ##", 500)].into_iter().enumerate() {
+        let c = 2 + i as u64;
+        t.o(at, at + 290, range)
+            .o(at, at + 268, "aten::conv2d")
+            .call(at + 5, at + 255, "cudaMalloc", 0)
+            .call(at + 260, at + 265, "cudaLaunchKernel", c)
+            .named_kernel("conv", 7, at + 265, at + 280, c);
+    }
+    t.finish()
+}
+
+#[test]
+fn a_range_the_program_names_warm_up_is_warm_up() {
+    let f = findings(&warmup_range_trace("## warmup ##"));
+    let w = find(&f, "first_call_warmup").expect("D16");
+    assert!(
+        w.hint
+            .contains("`## warmup ##`, which the program itself names warm-up"),
+        "{}",
+        w.hint
+    );
+    assert_eq!(w.annotation.as_deref(), Some("## warmup ##"));
+    // The measured range's allocation stays D14's, with nothing of the
+    // warm-up's: 250 µs of malloc (5–255 after its start) plus the 5 µs
+    // before it and the 5 µs to the launch are the operator's, not the
+    // allocator's.
+    let a = find(&f, "allocator_calls_in_step").expect("D14");
+    assert_eq!(a.occurrences, 1);
+    assert_eq!(a.idle_ns, 250 * US);
+    assert_eq!(a.annotation.as_deref(), Some("## measure ##"));
+    assert!(a.hint.contains("idle in the window"), "{}", a.hint);
+    assert!(f.iter().all(|x| !x.hint.contains("per step")), "{f:?}");
+}
+
+#[test]
+fn near_miss_a_range_not_named_warm_up_is_steady_state() {
+    let f = findings(&warmup_range_trace("## prepare ##"));
+    assert!(find(&f, "first_call_warmup").is_none(), "{f:?}");
+    let a = find(&f, "allocator_calls_in_step").expect("D14");
+    assert_eq!((a.occurrences, a.idle_ns), (2, 500 * US));
+}
+
 /// CUPTI's `Lazy Function Loading` record inside a first launch: the
 /// driver loading the kernel, not profiler overhead.
 ///
