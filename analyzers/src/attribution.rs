@@ -27,8 +27,8 @@ use crate::names::{
     is_annotation_name, is_dataloader_name, is_frame, is_profiler_name, is_step_name, is_warmup_name,
     user_frame,
 };
+use gapscope_collectors::trace::FxHashMap;
 use gapscope_collectors::trace::{CpuOpKind, Ns, OpRow, StrId, Strings, ThreadId, Trace};
-use std::collections::HashMap;
 
 /// Per-row blame, computed once per trace.
 #[derive(Clone, Debug, Default)]
@@ -80,7 +80,7 @@ pub const FIRST_CALL_MIN_LATER: usize = 2;
 /// slow; steady-state steps do not pay that again.
 pub fn first_calls(trace: &Trace) -> Vec<bool> {
     let ops = &trace.cpu_ops;
-    let mut by: HashMap<(StrId, StrId), Vec<usize>> = HashMap::new();
+    let mut by: FxHashMap<(StrId, StrId), Vec<usize>> = FxHashMap::default();
     for i in 0..ops.len() {
         if ops.kind[i] == CpuOpKind::Operator {
             by.entry((ops.name[i], ops.shapes[i])).or_default().push(i);

@@ -17,9 +17,9 @@ use crate::causes::{Cause, CauseTotals};
 use crate::intervals::Span;
 use crate::names::display_source;
 use crate::segments::{IdleAnalyzer, IdleSegment};
+use gapscope_collectors::trace::FxHashMap;
 use gapscope_collectors::trace::{Ns, OpRow, StrId, Strings, Trace};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// How many gaps [`Attribution::top_gaps`] keeps.
 pub const TOP_GAPS: usize = 20;
@@ -166,7 +166,7 @@ fn top_operators(trace: &Trace, segs: &[IdleSegment]) -> Vec<TopIdleOperator> {
     // one layer type.
     let name = |row: Option<OpRow>| row.map(|r| trace.cpu_ops.name[r.index()]);
     let class = |row: Option<OpRow>| name(row).map(|s| module_class(trace.strings.get(s)));
-    let mut groups: HashMap<GroupKey, (Ns, u64)> = HashMap::new();
+    let mut groups: FxHashMap<GroupKey, (Ns, u64)> = FxHashMap::default();
     for s in segs {
         let g = groups
             .entry((s.cause, name(s.op), class(s.annotation), s.source, s.first_call))

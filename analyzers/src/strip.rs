@@ -16,8 +16,8 @@ use crate::causes::{Cause, CauseTotals};
 use crate::intervals::Span;
 use crate::names::display_source;
 use crate::segments::IdleSegment;
+use gapscope_collectors::trace::FxHashMap;
 use gapscope_collectors::trace::{Ns, OpRow, StrId, Strings, Trace};
-use std::collections::HashMap;
 
 /// Columns of a timeline strip: about one per 2 px of a page-wide strip.
 pub const STRIP_COLUMNS: usize = 500;
@@ -119,7 +119,7 @@ pub fn strip(
     }
     // Per column: idle ns per (cause, op name, annotation name, source).
     type Key = (Cause, Option<StrId>, Option<StrId>, StrId);
-    let mut blame: Vec<HashMap<Key, Ns>> = vec![HashMap::new(); n];
+    let mut blame: Vec<FxHashMap<Key, Ns>> = vec![FxHashMap::default(); n];
     let name = |row: Option<OpRow>| row.map(|r| trace.cpu_ops.name[r.index()]);
     for s in segs {
         let key = (s.cause, name(s.op), name(s.annotation), s.source);

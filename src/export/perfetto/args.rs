@@ -57,7 +57,7 @@ fn mem_name(k: MemKind) -> &'static str {
 /// Slice name, category and args of `src`.
 pub fn describe<'a>(
     trace: &'a Trace,
-    idle: &'a [IdleGap],
+    idle: &'a [IdleGap<'a>],
     findings: &'a [FindingSpan],
     src: Src,
     args: &mut Vec<Arg<'a>>,
@@ -164,15 +164,15 @@ pub fn describe<'a>(
         Src::Idle(k) => {
             let gap = &idle[k as usize];
             for (name, v) in [
-                ("op", &gap.op),
-                ("annotation", &gap.annotation),
-                ("source", &gap.source),
+                ("op", gap.op),
+                ("annotation", gap.annotation),
+                ("source", gap.source),
             ] {
                 if let Some(v) = v {
                     args.push(text(name, v));
                 }
             }
-            (Name::Text(&gap.cause), "gpu_idle")
+            (Name::Text(gap.cause), "gpu_idle")
         }
         Src::Finding(k) => {
             let f = &findings[k as usize];

@@ -212,7 +212,7 @@ pub struct Group {
 /// named tracks (`main (pid 4242)`), GPU groups as its children.
 pub fn build(
     trace: &Trace,
-    idle: &[IdleGap],
+    idle: &[IdleGap<'_>],
     findings: &[FindingSpan],
     group: Option<&Group>,
 ) -> (Items, Layout, BTreeMap<u32, u64>) {
