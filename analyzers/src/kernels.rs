@@ -20,7 +20,7 @@
 //! kernels.
 
 use crate::names::{is_communication_name, is_tensor_core_name};
-use gapscope_collectors::trace::{GpuKind, Ns, StrId, Trace};
+use gapscope_collectors::trace::{FxHashMap, GpuKind, Ns, StrId, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -96,7 +96,7 @@ pub fn kernel_table(trace: &Trace) -> KernelTable {
     }
     let gpu = &trace.gpu;
     let sms = sm_counts(trace);
-    let mut by_name: HashMap<StrId, Acc> = HashMap::new();
+    let mut by_name: FxHashMap<StrId, Acc> = FxHashMap::default();
     for i in 0..gpu.len() {
         if gpu.kind[i] != GpuKind::Kernel {
             continue;
@@ -147,7 +147,7 @@ pub fn kernel_table(trace: &Trace) -> KernelTable {
 /// it ran no kernel).
 pub fn tensor_core_share(trace: &Trace, device: u32) -> f64 {
     let gpu = &trace.gpu;
-    let mut tc_name: HashMap<StrId, bool> = HashMap::new();
+    let mut tc_name: FxHashMap<StrId, bool> = FxHashMap::default();
     let (mut all, mut tc) = (0, 0);
     for i in 0..gpu.len() {
         if gpu.kind[i] != GpuKind::Kernel || gpu.device[i] != device {

@@ -52,9 +52,8 @@
 use super::{Cx, Draft, NOISE_NS};
 use crate::causes::Cause;
 use crate::format::{duration, percent_whole};
-use crate::names::is_allocation_op;
-use gapscope_collectors::trace::{CpuOpKind, OpRow, Strings};
-use std::collections::{HashMap, HashSet};
+use crate::names::{display_source, is_allocation_op};
+use gapscope_collectors::trace::{CpuOpKind, FxHashMap, FxHashSet, OpRow, StrId, Strings};
 
 /// Share of the window a group must explain to be reported (ours).
 pub const MIN_SHARE: f64 = 0.01;
@@ -117,7 +116,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 .collect();
             let (op, _, src) = cx.blame(&ops);
             let n_ops = {
-                let names: HashSet<u32> = ops
+                let names: FxHashSet<u32> = ops
                     .iter()
                     .filter_map(|&i| cx.pieces[i].seg.op)
                     .map(|op| cx.trace.cpu_ops.name[op.index()].0)
@@ -220,7 +219,10 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
         }
     };
     let mut out: Vec<By> = taken.iter().map(|&i| default(i)).collect();
-    let ranges: Vec<Option<OpRow>> = taken.iter().map(|&i| user_range(cx, i)).collect();
+    let mut user_name = NameTest::new(cx.trace.strings.len(), |name| {
+        !name.starts_with("ProfilerStep#") && !name.starts_with("nn.Module:")
+    });
+    let ranges: Vec<Option<OpRow>> = taken.iter().map(|&i| user_range(cx, i, &mut user_name)).collect();
     // Runs: consecutive pieces of one stretch (no gap between them) inside
     // one range instance.
     let mut a = 0;
@@ -233,7 +235,7 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
             b += 1;
         }
         if let Some(range) = ranges[a] {
-            let names: HashSet<u32> = (a..b)
+            let names: FxHashSet<u32> = (a..b)
                 .map(|k| &cx.pieces[taken[k]].seg)
                 .filter(|s| s.cause == Cause::CpuOp)
                 .filter_map(|s| s.op)
@@ -254,16 +256,40 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
 /// around piece `i`, if any: ProfilerSteps are the step itself and
 /// `nn.Module` ranges are the model's structure, not a region the user
 /// marked.
-fn user_range(cx: &Cx, i: usize) -> Option<OpRow> {
+/// `user_name` says whether a range name is a user range's.
+fn user_range(cx: &Cx, i: usize, user_name: &mut NameTest<impl Fn(&str) -> bool>) -> Option<OpRow> {
     let seg = &cx.pieces[i].seg;
     let ops = &cx.trace.cpu_ops;
     cx.trace.ancestors(seg.op.or(seg.annotation)).find(|at| {
         let r = at.index();
-        ops.kind[r] == CpuOpKind::UserAnnotation && {
-            let name = cx.trace.strings.get(ops.name[r]);
-            !name.starts_with("ProfilerStep#") && !name.starts_with("nn.Module:")
-        }
+        ops.kind[r] == CpuOpKind::UserAnnotation
+            && user_name.test(cx.trace.strings.get(ops.name[r]), ops.name[r])
     })
+}
+
+/// A test of a name, answered once per distinct string: pieces number in
+/// the millions on a big trace, their names in the thousands.
+struct NameTest<F> {
+    test: F,
+    /// Per string id: not asked yet, or the answer.
+    known: Vec<Option<bool>>,
+}
+
+impl<F: Fn(&str) -> bool> NameTest<F> {
+    fn new(strings: usize, test: F) -> Self {
+        NameTest {
+            test,
+            known: vec![None; strings],
+        }
+    }
+
+    /// The test's answer for `name`, whose id is `id`.
+    fn test(&mut self, name: &str, id: StrId) -> bool {
+        match self.known.get_mut(id.0 as usize) {
+            Some(slot) => *slot.get_or_insert_with(|| (self.test)(name)),
+            None => (self.test)(name),
+        }
+    }
 }
 
 /// What the host was doing in a group's idle time, by idle-weighted share.
@@ -343,29 +369,34 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
     let t = cx.trace;
     let ops = &t.cpu_ops;
     // The outermost compiled region around a row, if any.
-    let region_of = |row: Option<OpRow>| {
+    let mut compiled_name = NameTest::new(t.strings.len(), is_compiled_name);
+    let mut region_of = |row: Option<OpRow>| {
         let mut at = row;
         let mut region = None;
         while let Some(r) = at {
-            if is_compiled_name(t.strings.get(ops.name[r.index()])) {
+            let name = ops.name[r.index()];
+            if compiled_name.test(t.strings.get(name), name) {
                 region = Some(r);
             }
             at = ops.parent[r.index()];
         }
         region
     };
+    // Whether a source frame, as shown, is in compiled code.
+    let mut compiled_source = NameTest::new(t.strings.len(), |s| is_compiled_source(display_source(s)));
     let (mut total, mut compiled) = (0i64, 0i64);
     let mut regions: Vec<OpRow> = Vec::new();
     let (mut op_total, mut launching) = (0i64, 0i64);
-    let mut host_only_ops: HashSet<OpRow> = HashSet::new();
+    let mut host_only_ops: FxHashSet<OpRow> = FxHashSet::default();
     let mut allocating = 0i64;
-    let mut by_op: HashMap<Option<OpRow>, i64> = HashMap::new();
+    let mut by_op: FxHashMap<Option<OpRow>, i64> = FxHashMap::default();
     for &i in pieces {
         let p = &cx.pieces[i];
         let d = p.dur();
         total += d;
         let region = region_of(p.seg.op.or(p.seg.annotation));
-        let src_compiled = cx.source(p.seg.source).is_some_and(|s| is_compiled_source(&s));
+        let src = p.seg.source;
+        let src_compiled = src != Strings::EMPTY && compiled_source.test(t.strings.get(src), src);
         if region.is_some() || src_compiled {
             compiled += d;
             if let Some(r) = region.filter(|r| !regions.contains(r)) {

@@ -48,8 +48,7 @@
 use super::{Cx, Draft, Evidence, MAX_EVIDENCE, NOISE_NS};
 use crate::format::{duration, times};
 use crate::names::{is_wait_api, is_wait_record_name};
-use gapscope_collectors::trace::{CallRow, GpuKind, GpuRow, Ns, StrId};
-use std::collections::{HashMap, HashSet};
+use gapscope_collectors::trace::{CallRow, FxHashMap, FxHashSet, GpuKind, GpuRow, Ns, StrId};
 
 /// Longest time from the producer's end to the consumer's start for the
 /// one to have held the other (ours, measured on the shared traces: waits
@@ -89,7 +88,7 @@ pub(super) fn waits(cx: &Cx) -> Vec<Wait> {
     let (g, rt) = (&t.gpu, &t.runtime);
     let (ws, we) = cx.window;
     let mut waits: Vec<Wait> = Vec::new();
-    let mut recorded: HashSet<CallRow> = HashSet::new();
+    let mut recorded: FxHashSet<CallRow> = FxHashSet::default();
     for i in 0..g.len() {
         if g.device[i] != cx.device || g.start[i] >= we || g.end[i] <= ws {
             continue;
@@ -115,7 +114,7 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
     let t = cx.trace;
     let g = &t.gpu;
     let (ws, we) = cx.window;
-    let mut per_stream: HashMap<i64, Vec<GpuRow>> = HashMap::new();
+    let mut per_stream: FxHashMap<i64, Vec<GpuRow>> = FxHashMap::default();
     let mut by_end: Vec<GpuRow> = Vec::new();
     for i in 0..g.len() {
         if g.device[i] != cx.device || g.start[i] >= we || g.end[i] <= ws {
@@ -131,7 +130,7 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
         return Vec::new();
     }
     by_end.sort_by_key(|&r| (g.end[r.index()], r));
-    let mut seen: HashSet<GpuRow> = HashSet::new();
+    let mut seen: FxHashSet<GpuRow> = FxHashSet::default();
     let mut found: Vec<Waited> = Vec::new();
     for w in waits {
         let Some(rows) = per_stream.get(&w.stream) else {
@@ -176,12 +175,12 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
 
 /// Waits known only from their runtime call: the stream is that of the
 /// next row of this device the same thread launches.
-fn unrecorded_waits(cx: &Cx, recorded: &HashSet<CallRow>) -> Vec<Wait> {
+fn unrecorded_waits(cx: &Cx, recorded: &FxHashSet<CallRow>) -> Vec<Wait> {
     let t = cx.trace;
     let rt = &t.runtime;
     let (ws, we) = cx.window;
     let mut out = Vec::new();
-    let mut wait_api: HashMap<StrId, bool> = HashMap::new();
+    let mut wait_api: FxHashMap<StrId, bool> = FxHashMap::default();
     for c in 0..rt.len() {
         if rt.start[c] >= we || rt.end[c] <= ws || recorded.contains(&CallRow::new(c)) {
             continue;
@@ -251,7 +250,7 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
     let spans = crate::intervals::union(found.iter().map(|x| x.span).collect());
     let idle: Ns = spans.iter().map(|&s| idle_within(cx, s)).sum();
     // The heaviest (waiting stream, producer stream, producer name).
-    let mut by: HashMap<(i64, i64, u32), Ns> = HashMap::new();
+    let mut by: FxHashMap<(i64, i64, u32), Ns> = FxHashMap::default();
     for x in &found {
         let p = x.producer.index();
         let key = (g.stream[x.consumer.index()], g.stream[p], g.name[p].0);
@@ -264,7 +263,7 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
     let count = found.len();
     let blame = {
         // The producer's launching operator, weighted by waiting time.
-        let mut w: HashMap<GpuRow, Ns> = HashMap::new();
+        let mut w: FxHashMap<GpuRow, Ns> = FxHashMap::default();
         for x in &found {
             *w.entry(x.producer).or_default() += x.span.1 - x.span.0;
         }

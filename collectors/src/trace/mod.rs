@@ -35,7 +35,7 @@ mod strings;
 mod tables;
 
 pub use builder::TraceBuilder;
-pub use hash::{FxBuildHasher, FxHashMap, FxHasher};
+pub use hash::{FxBuildHasher, FxHashMap, FxHashSet, FxHasher};
 pub use links::Links;
 pub use rows::{CallRow, GpuRow, MarkerRow, OpRow};
 pub use sketch::Sketch;
