@@ -198,6 +198,9 @@ fn first_correlation(trace: &Trace) -> u64 {
 
 /// The attribution triple of a segment.
 type Blame = (Option<OpRow>, Option<OpRow>, StrId);
+
+/// Below this many gaps a device's segments are cut on one thread.
+const PARALLEL_GAPS: usize = 4096;
 const NO_BLAME: Blame = (None, None, Strings::EMPTY);
 
 impl<'t> IdleAnalyzer<'t> {
@@ -236,11 +239,41 @@ impl<'t> IdleAnalyzer<'t> {
 
     /// The idle segments of the device `ev` describes (gathered already)
     /// inside `window`, in time order.
+    ///
+    /// A device with many gaps is cut on two threads, each half of the
+    /// gaps on its own; a segment that a single pass would have merged
+    /// across the cut is merged when the halves are joined (blame is
+    /// compared by equality, so at most the first segment of the later
+    /// half merges), so the result is the one pass's.
     pub fn segments_with(&self, ev: &DeviceEvidence, window: Span) -> Vec<IdleSegment> {
-        let mut out = Vec::new();
-        for gap in device_gaps(self.trace, ev.device, window) {
-            self.split_gap(ev, &gap, &mut out);
+        let gaps = device_gaps(self.trace, ev.device, window);
+        let split = |gaps: &[Gap]| {
+            let mut out = Vec::new();
+            for gap in gaps {
+                self.split_gap(ev, gap, &mut out);
+            }
+            out
+        };
+        if gaps.len() < PARALLEL_GAPS {
+            return split(&gaps);
         }
+        let (early, late) = gaps.split_at(gaps.len() / 2);
+        let (mut out, late) = std::thread::scope(|s| {
+            let late = s.spawn(|| split(late));
+            let early = split(early);
+            (
+                early,
+                late.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            )
+        });
+        let mut late = late.into_iter();
+        if let Some(first) = late.next() {
+            match out.last_mut() {
+                Some(last) if last.end == first.start && last.same_blame(&first) => last.end = first.end,
+                _ => out.push(first),
+            }
+        }
+        out.extend(late);
         out
     }
 
@@ -416,5 +449,50 @@ impl<'t> IdleAnalyzer<'t> {
             return NO_BLAME;
         };
         (self.cx.operator[r], self.cx.annotation[r], self.cx.source[r])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gapscope_collectors::trace::Sketch;
+
+    /// Cut on two threads, a device's segments are what one pass gives,
+    /// a merge across the cut included: empty kernels around the middle
+    /// leave gaps that touch, with the same blame on both sides.
+    #[test]
+    fn two_threads_give_what_one_pass_gives() {
+        let n = 3 * PARALLEL_GAPS as Ns;
+        let mut s = Sketch::new();
+        for k in 0..n {
+            let t = k * 100;
+            if (n / 2 - 20..n / 2 + 20).contains(&k) {
+                // No host work: the idle time on both sides of each empty
+                // kernel has one blame.
+                s.named_kernel("k", 7, t + 70, t + 70, 0);
+                continue;
+            }
+            let name = if k % 3 == 0 { "aten::a" } else { "aten::b" };
+            s.op(t, t + 60, name)
+                .call(t + 10, t + 20, "cudaLaunchKernel", k as u64 + 1);
+            s.named_kernel("k", 7, t + 70, t + 80, k as u64 + 1);
+        }
+        let t = s.finish();
+        let idle = IdleAnalyzer::new(&t);
+        let window = (0, n * 100);
+        let ev = DeviceEvidence::new(&t, 0);
+        let gaps = device_gaps(&t, 0, window);
+        assert!(gaps.len() >= PARALLEL_GAPS, "{} gaps", gaps.len());
+        let mut one = Vec::new();
+        for g in &gaps {
+            idle.split_gap(&ev, g, &mut one);
+        }
+        let cut = gaps.len() / 2;
+        assert_eq!(
+            gaps[cut - 1].end,
+            gaps[cut].start,
+            "the halves do not touch at the cut"
+        );
+        assert_eq!(idle.segments_with(&ev, window), one);
     }
 }

@@ -121,9 +121,17 @@ impl Cx<'_> {
             .filter(|&b| b > 0);
         let (operator, annotation, source) = d.blame.clone().unwrap_or_else(|| self.blame(&d.pieces));
         let mut evidence = d.evidence;
+        // The longest pieces, the earliest first among equals: only the
+        // few shown are sorted (a group can hold a million pieces).
+        let room = MAX_EVIDENCE.saturating_sub(evidence.len());
+        let key = |&i: &usize| (std::cmp::Reverse(self.pieces[i].dur()), self.pieces[i].start);
         let mut largest: Vec<usize> = d.pieces.clone();
-        largest.sort_by_key(|&i| (std::cmp::Reverse(self.pieces[i].dur()), self.pieces[i].start));
-        for &i in largest.iter().take(MAX_EVIDENCE.saturating_sub(evidence.len())) {
+        if room > 0 && largest.len() > room {
+            largest.select_nth_unstable_by_key(room - 1, key);
+            largest.truncate(room);
+        }
+        largest.sort_by_key(key);
+        for &i in largest.iter().take(room) {
             let p = &self.pieces[i];
             evidence.push(Evidence {
                 kind: "idle".into(),
