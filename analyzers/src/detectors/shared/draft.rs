@@ -84,7 +84,14 @@ impl Cx<'_> {
                 for &i in &d.pieces {
                     let p = &self.pieces[i];
                     if let Some(t) = p.thread {
-                        edit.remove_cpu.push((t, (p.start, p.end)));
+                        match edit.remove_cpu.last_mut() {
+                            // The replay takes the union of each thread's
+                            // spans, and a group's pieces mostly run back
+                            // to back: one span for a run keeps the edit
+                            // small (a million pieces on a big trace).
+                            Some((last_t, (_, end))) if *last_t == t && *end == p.start => *end = p.end,
+                            _ => edit.remove_cpu.push((t, (p.start, p.end))),
+                        }
                     }
                 }
             }
