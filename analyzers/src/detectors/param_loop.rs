@@ -155,7 +155,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let r = f.range.index();
             let (s, e, th) = (ops.start[r], ops.end[r], ops.thread[r]);
             pieces.extend(cx.take_in(claims, (s, e), |p| {
-                p.thread == Some(th)
+                p.thread() == Some(th)
                     && matches!(
                         p.seg.cause,
                         Cause::CpuOp | Cause::FrameworkOverhead | Cause::LaunchOverhead

@@ -48,9 +48,15 @@ pub(crate) struct Piece {
     /// The call of interest holding the piece, if any.
     pub call: Option<CallRow>,
     pub class: Option<CallClass>,
-    /// The CPU thread whose time the piece is.
-    pub thread: Option<ThreadId>,
+    /// The CPU thread whose time the piece is, as its index
+    /// ([`NO_THREAD`]: none); read through [`Piece::thread`]. A bare
+    /// index, not an `Option<ThreadId>`, keeps a piece at 48 bytes instead
+    /// of 56 (millions of pieces on a big trace).
+    pub thread_index: u32,
 }
+
+/// [`Piece::thread_index`] of a piece without a thread.
+pub(crate) const NO_THREAD: u32 = u32::MAX;
 
 /// What a piece's segment says, without the segment's own bounds (the
 /// piece has its own): pieces are the detectors' biggest table (millions
@@ -78,7 +84,15 @@ impl SegmentBlame {
 }
 
 impl Piece {
+    /// The CPU thread whose time the piece is, if known.
+    pub fn thread(&self) -> Option<ThreadId> {
+        (self.thread_index != NO_THREAD).then_some(ThreadId(self.thread_index))
+    }
+
     pub fn dur(&self) -> Ns {
         self.end - self.start
     }
 }
+
+// A piece stays at 48 bytes: there are millions of them on a big trace.
+const _: () = assert!(std::mem::size_of::<Piece>() == 48);

@@ -83,7 +83,7 @@ impl Cx<'_> {
             blocking,
             call,
             class,
-            thread,
+            thread_index: thread.map_or(NO_THREAD, |t| t.0),
         }
     }
 

@@ -166,7 +166,7 @@ impl Cx<'_> {
                 // (the autograd thread waits for the one that synced).
                 let b = blocking.index();
                 d.edit.remove_cpu.push((rt.thread[b], (rt.start[b], rt.end[b])));
-            } else if let Some(t) = p.thread {
+            } else if let Some(t) = p.thread() {
                 d.edit.remove_cpu.push((t, (p.start, p.end)));
             }
         }
