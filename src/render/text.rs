@@ -262,7 +262,7 @@ fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::
             // are not idle time at all.
             let bound = f
                 .savings_bound_ns
-                .map(|b| format!(" (at most {} ms)", ms(b)))
+                .map(|b| format!(" (at most {})", duration(b)))
                 .unwrap_or_default();
             let saves = match (f.primary, f.estimable) {
                 (true, true) => format!("saves ~{} ms of", ms(f.est_savings_ns)),
