@@ -144,7 +144,7 @@ fn a_damaged_capture_is_one_line_and_exit_status_2() {
         assert_eq!(r.stderr.lines().count(), 1, "{cmd}: {}", r.stderr);
         assert!(
             r.stderr
-                .contains("capture format version 9 is newer than this gapscope reads (2); upgrade gapscope"),
+                .contains("capture format version 9 is newer than this gapscope reads (3); upgrade gapscope"),
             "{cmd}: {}",
             r.stderr
         );

@@ -201,8 +201,13 @@ fn sum_in(spans: &[Span], range: Span) -> Ns {
 /// The timelines of every device with busy GPU activity, sorted by id, in
 /// one pass over the GPU rows.
 pub fn timelines(trace: &Trace) -> Vec<DeviceTimeline> {
+    timelines_with(trace, &crate::collectives::communication_rows(trace))
+}
+
+/// [`timelines`] with the collective rows already known (`comm` from
+/// [`communication_rows`](crate::collectives::communication_rows)).
+pub fn timelines_with(trace: &Trace, comm: &[bool]) -> Vec<DeviceTimeline> {
     let classes = ClassTable::new(trace);
-    let comm = crate::collectives::communication_rows(trace);
     let devices = trace.active_devices();
     let mut raw: Vec<[Vec<Span>; LABELS]> = devices.iter().map(|_| Default::default()).collect();
     let mut last = (u32::MAX, 0usize);

@@ -180,7 +180,11 @@ pub fn is_communication_name(name: &str) -> bool {
 /// `record_param_comms` (what c10d records around every collective, with
 /// its `Collective name` arg), `c10d::*` and `c10d_functional::*` ops,
 /// Kineto's `nccl:*` / `rccl:*` ranges, and operators named for a
-/// collective (`vllm::all_reduce`, `_C_custom_ar::all_reduce`).
+/// collective (`vllm::all_reduce`, `_C_custom_ar::all_reduce`: a
+/// registered `namespace::op` whose op part names one). A user range that
+/// merely mentions one is not: TorchRec's `## KJTAllToAllTensorsAwaitable
+/// wait() ##` runs the permute kernels that follow an all-to-all, not the
+/// all-to-all.
 pub fn is_collective_op_name(name: &str) -> bool {
     name == "record_param_comms"
         || name.starts_with("c10d::")
@@ -188,7 +192,14 @@ pub fn is_collective_op_name(name: &str) -> bool {
         || name.starts_with("_c10d_functional::")
         || name.starts_with("nccl:")
         || name.starts_with("rccl:")
-        || names_a_collective(name)
+        || name
+            .rsplit_once("::")
+            .is_some_and(|(ns, op)| is_identifier(ns) && is_identifier(op) && names_a_collective(op))
+}
+
+/// A C++/Python identifier: letters, digits and underscores, not empty.
+fn is_identifier(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// The name holds a collective's name: `all_reduce`, `allreduce`,
@@ -436,7 +447,14 @@ mod tests {
         ] {
             assert!(is_collective_op_name(n), "{n}");
         }
-        for n in ["aten::broadcast_tensors", "aten::mm", "aten::sum"] {
+        for n in [
+            "aten::broadcast_tensors",
+            "aten::mm",
+            "aten::sum",
+            "## KJTAllToAllTensorsAwaitable wait() ##",
+            "## all2all_data:recat_values ##",
+            "## alltoall_fwd_single ##",
+        ] {
             assert!(!is_collective_op_name(n), "{n}");
         }
         for n in [

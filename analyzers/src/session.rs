@@ -68,7 +68,8 @@
 
 use crate::analysis::{Analysis, AnalyzeOptions};
 use crate::attribution::OpContext;
-use crate::breakdown::{timelines, DeviceTimeline};
+use crate::breakdown::{timelines_with, DeviceTimeline};
+use crate::collectives::communication_rows;
 use crate::counters;
 use crate::detectors::{detect_device, rank, Finding};
 use crate::evidence::DeviceEvidence;
@@ -91,6 +92,7 @@ pub struct Session<'t> {
     options: AnalyzeOptions,
     window: Window,
     blame: OnceLock<OpContext>,
+    communication: OnceLock<Vec<bool>>,
     devices: OnceLock<Vec<DeviceSession>>,
     findings: OnceLock<Vec<Finding>>,
     kernels: OnceLock<KernelTable>,
@@ -146,6 +148,7 @@ impl<'t> Session<'t> {
             options: options.clone(),
             window,
             blame: OnceLock::new(),
+            communication: OnceLock::new(),
             devices: OnceLock::new(),
             findings: OnceLock::new(),
             kernels: OnceLock::new(),
@@ -181,12 +184,19 @@ impl<'t> Session<'t> {
         self.blame.get_or_init(|| OpContext::new(self.trace()))
     }
 
+    /// Per `gpu` row of [`Session::trace`]: whether it is a collective
+    /// ([`communication_rows`], the one definition every view uses).
+    pub fn communication(&self) -> &[bool] {
+        self.communication
+            .get_or_init(|| communication_rows(self.trace()))
+    }
+
     /// One entry per device with busy GPU work, sorted by id.
     pub fn devices(&self) -> &[DeviceSession] {
         self.devices.get_or_init(|| {
             let trace = self.trace();
             let idle = IdleAnalyzer::with_context(trace, self.blame());
-            timelines(trace)
+            timelines_with(trace, self.communication())
                 .into_iter()
                 .map(|timeline| {
                     let evidence = DeviceEvidence::new(trace, timeline.device);
@@ -216,7 +226,16 @@ impl<'t> Session<'t> {
             let mut all: Vec<Finding> = self
                 .devices()
                 .iter()
-                .flat_map(|d| detect_device(trace, self.blame(), &d.evidence, &self.window, &d.segments))
+                .flat_map(|d| {
+                    detect_device(
+                        trace,
+                        self.blame(),
+                        self.communication(),
+                        &d.evidence,
+                        &self.window,
+                        &d.segments,
+                    )
+                })
                 .collect();
             rank(&mut all);
             all

@@ -575,6 +575,7 @@ impl CloneMeta for Trace {
             strings: self.strings.clone(),
             threads: self.threads.clone(),
             devices: self.devices.clone(),
+            collectives: self.collectives.clone(),
             diagnostics: self.diagnostics.clone(),
             ..Trace::default()
         }

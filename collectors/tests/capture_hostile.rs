@@ -170,8 +170,8 @@ fn damaged_captures_give_one_clear_line() {
     let good = small();
     assert!(read(&good).is_ok());
     let (head, secs, _) = parse(&good);
-    let mut v3 = good.clone();
-    v3[8] = 3;
+    let mut v4 = good.clone();
+    v4[8] = 4;
     let mut v0 = good.clone();
     v0[8] = 0;
     let mut flags = good.clone();
@@ -202,7 +202,7 @@ fn damaged_captures_give_one_clear_line() {
         ("bad magic", [b"\x89GSX".as_slice(), &good[4..]].concat(), "not a gapscope capture"),
         ("cut in the magic", good[..3].to_vec(), "truncated at byte 3, in the file header (the recording process was probably killed); re-record"),
         ("cut in the version", good[..10].to_vec(), "truncated at byte 10, in the file header"),
-        ("newer version", v3, "capture format version 3 is newer than this gapscope reads (2); upgrade gapscope"),
+        ("newer version", v4, "capture format version 4 is newer than this gapscope reads (3); upgrade gapscope"),
         ("version 0", v0, "format version 0 does not exist"),
         ("flags", flags, "unknown flags 0x1"),
         ("sections swapped", assemble(&head, &swapped), "found section tag \"DEVS\" where THRD belongs"),
@@ -213,6 +213,10 @@ fn damaged_captures_give_one_clear_line() {
         ("thread out of range", edit(b"RTCL", |p| p[4] = 9), "runtime call thread of row 0 is thread 9 but the thread table has 2 threads"),
         ("unknown enum tag", edit(b"GPUA", |p| p[GPU_KIND] = 9), "GPU activity kind of row 0 has unknown tag 9"),
         ("unknown marker kind", edit(b"MARK", |p| p[4] = 200), "marker kind of row 0 has unknown tag 200"),
+        // The GPU row's collective link (the last column, one row) points
+        // past the empty collective table.
+        ("collective out of range", edit(b"GPUA", |p| { let at = p.len() - 4; p[at] = 5; }), "GPU activity collective of row 0 is collective 4 but the collective table has 0 rows"),
+        ("unknown seq presence", edit(b"COLL", |p| { p[0] = 1; p.extend([0u8; 4 * 5 + 1 + 8]); p[4 + 4 * 5] = 2; }), "collective seq presence of row 0 has unknown tag 2"),
         // Row 0's duration, zigzagged: 9 is -5.
         ("end before start", edit(b"RTCL", |p| { for j in 0..8 { p[4 + 4 + 8 + j] = [9, 0, 0, 0, 0, 0, 0, 0][j]; } }), "runtime call row 0 ends before it starts"),
         ("time out of range", edit(b"CPUO", |p| p[4 + 4 + 7] = 0xff), "CPU op row 0 has a time out of range"),
@@ -236,16 +240,16 @@ fn damaged_captures_give_one_clear_line() {
     for (case, bytes, want) in &cases {
         expect_err(case, bytes, want);
     }
-    assert_eq!(cases.len(), 34);
+    assert_eq!(cases.len(), 36);
 }
 
 #[test]
 fn a_capture_cut_at_any_section_boundary_or_inside_a_section_says_truncated() {
     let good = demo();
     let (_, secs, starts) = parse(&good);
-    assert_eq!(secs.len(), 10);
+    assert_eq!(secs.len(), 11);
     let names = [
-        "META", "STRS", "THRD", "DEVS", "GPUA", "RTCL", "CPUO", "MARK", "DIAG", "ENDS",
+        "META", "STRS", "THRD", "DEVS", "COLL", "GPUA", "RTCL", "CPUO", "MARK", "DIAG", "ENDS",
     ];
     for (i, &at) in starts.iter().enumerate() {
         // At the boundary, inside the header, and inside the payload.

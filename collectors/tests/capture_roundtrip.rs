@@ -37,6 +37,7 @@ fn tables(t: &Trace) -> Vec<(&'static str, String)> {
         ("runtime", format!("{:?}", t.runtime)),
         ("cpu_ops", format!("{:?}", t.cpu_ops)),
         ("markers", format!("{:?}", t.markers)),
+        ("collectives", format!("{:?}", t.collectives)),
         ("links", format!("{:?}", t.links)),
         ("cpu_op_thread_start", format!("{:?}", t.cpu_op_thread_start)),
         ("diagnostics", format!("{:?}", t.diagnostics)),
@@ -153,7 +154,26 @@ fn every_field() -> Trace {
     op.sequence = 18;
     op.shapes = shapes;
     op.source = src;
+    let pg = n(&mut b, "pg ü");
+    let desc = n(&mut b, "default_pg");
+    let ranks = n(&mut b, "[0, 1, 2]");
+    let allreduce = n(&mut b, "allreduce");
+    op.collective = Some(b.push_collective(Collective {
+        name: allreduce,
+        group: pg,
+        group_desc: desc,
+        group_ranks: ranks,
+        group_size: 3,
+        seq: Some(u64::MAX),
+    }));
     b.push_cpu_op(op);
+    // A kernel with a group and no seq: `finish` completes it from the
+    // operator around its launch (a new row), which must round-trip too.
+    let own = b.push_collective(Collective {
+        group: pg,
+        seq: None,
+        ..Collective::unknown()
+    });
     b.push_cpu_op(CpuOp::new(
         t2,
         origin + 5,
@@ -173,6 +193,7 @@ fn every_field() -> Trace {
     k.registers = 168;
     k.shared_mem = 232_448;
     k.occupancy_pct = Some(37.5);
+    k.collective = Some(own);
     b.push_gpu(k);
     let mut c = GpuActivity::new(GpuKind::Memcpy, 0, -1, origin + 35, origin + 39, copy, 3);
     c.bytes = u64::MAX;
@@ -220,6 +241,12 @@ fn every_field_of_a_hand_built_trace_round_trips() {
     let call = |i| Some(CallRow::new(i));
     assert_eq!(t.links.gpu_launch, vec![call(1), call(0), None]);
     assert_eq!(t.devices.len(), 2);
+    // The kernel is completed from its operator's collective.
+    let k = t.gpu.collective[1].expect("the kernel keeps a collective");
+    assert_eq!(t.collectives.seq[k.index()], Some(u64::MAX));
+    assert_eq!(t.strings.get(t.collectives.group[k.index()]), "pg ü");
+    assert_eq!(t.strings.get(t.collectives.name[k.index()]), "allreduce");
+    assert_eq!(t.collectives.len(), 3);
     round_trip("hand-built", &t);
 }
 

@@ -276,3 +276,82 @@ fn thread_names_come_from_metadata_and_labels() {
         .unwrap();
     assert!(t.threads.pid[span] < 0 && t.threads.tid[span] < 0);
 }
+
+/// `(kernels named for NCCL, of them with a collective, with a group, with
+/// a seq, record_param_comms ops with a collective)` of one trace.
+fn collective_counts(t: &Trace) -> (usize, usize, usize, usize, usize) {
+    let nccl: Vec<usize> = (0..t.gpu.len())
+        .filter(|&i| t.gpu.kind[i] == GpuKind::Kernel && t.strings.get(t.gpu.name[i]).starts_with("nccl"))
+        .collect();
+    let with = |f: &dyn Fn(usize) -> bool| {
+        nccl.iter()
+            .filter(|&&i| t.gpu.collective[i].is_some_and(|c| f(c.index())))
+            .count()
+    };
+    let ops = (0..t.cpu_ops.len())
+        .filter(|&i| {
+            t.strings.get(t.cpu_ops.name[i]) == "record_param_comms" && t.cpu_ops.collective[i].is_some()
+        })
+        .count();
+    (
+        nccl.len(),
+        with(&|_| true),
+        with(&|c| t.collectives.group[c] != gapscope_collectors::trace::Strings::EMPTY),
+        with(&|c| t.collectives.seq[c].is_some()),
+        ops,
+    )
+}
+
+/// What PyTorch writes of a collective's identity, on the shared traces:
+/// nccl_data's kernels carry their own `Process Group Name`/`Ranks` (and
+/// its `record_param_comms` ops too), B200's all-gather likewise, DLRM's
+/// ranks (an older PyTorch) name no group, and no trace has a `Seq`.
+#[test]
+fn collective_identity_is_read_from_kernels_and_their_operators() {
+    let t = import("hta/nccl_parser_config/nccl_data.json.gz");
+    // 21 NCCL kernels, each with its own args, and 27 `record_param_comms`.
+    assert_eq!(collective_counts(&t), (21, 21, 21, 0, 27));
+    let k = (0..t.gpu.len())
+        .find(|&i| t.strings.get(t.gpu.name[i]).starts_with("ncclKernel_AllReduce"))
+        .unwrap();
+    let c = t.gpu.collective[k].expect("the kernel's args").index();
+    let s = |id| t.strings.get(id);
+    assert_eq!(
+        (
+            s(t.collectives.name[c]),
+            s(t.collectives.group[c]),
+            s(t.collectives.group_desc[c]),
+            s(t.collectives.group_ranks[c]),
+            t.collectives.group_size[c],
+            t.collectives.seq[c]
+        ),
+        ("allreduce", "0", "default_pg", "[0, 1]", 2, None)
+    );
+    let t = import("tracelens/b200/eager_trace.json.gz");
+    assert_eq!(collective_counts(&t), (1, 1, 1, 0, 1));
+    let k = (0..t.gpu.len())
+        .find(|&i| {
+            t.strings
+                .get(t.gpu.name[i])
+                .starts_with("ncclDevKernel_AllGather")
+        })
+        .unwrap();
+    let c = t.gpu.collective[k].unwrap().index();
+    assert_eq!(t.strings.get(t.collectives.group[c]), "3");
+    assert_eq!(t.strings.get(t.collectives.name[c]), "_allgather_base");
+    assert_eq!(t.collectives.group_size[c], 8);
+    let dlrm = std::fs::read_dir(traces().join("param/dlrm_8rank")).unwrap();
+    let mut n = 0;
+    for f in dlrm {
+        let f = f.unwrap().file_name().to_string_lossy().to_string();
+        let t = import(&format!("param/dlrm_8rank/{f}"));
+        assert_eq!(collective_counts(&t), (8, 0, 0, 0, 0), "{f}");
+        assert!(t.collectives.is_empty());
+        n += 1;
+    }
+    assert_eq!(n, 8);
+    for r in 0..2 {
+        let t = import(&format!("hta/trace_filter/sampled_rank-{r}.json.gz"));
+        assert_eq!(collective_counts(&t).1, 0);
+    }
+}

@@ -34,7 +34,7 @@ use std::collections::HashMap;
 pub const MIN_SHARE: f64 = 0.01;
 
 pub(super) fn detect(cx: &Cx) -> Option<Draft> {
-    let e = exposed(cx.trace, &cx.comm, cx.device, cx.window);
+    let e = exposed(cx.trace, cx.comm, cx.device, cx.window);
     let floor = ((MIN_SHARE * cx.window_ns() as f64) as Ns).max(NOISE_NS);
     if e.exposed_ns < floor {
         return None;

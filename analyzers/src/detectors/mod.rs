@@ -160,11 +160,12 @@ pub const MAX_GROUPS: usize = 3;
 /// ranked by [`rank`].
 pub fn detect(trace: &Trace, window: &Window) -> Vec<Finding> {
     let ia = IdleAnalyzer::new(trace);
+    let comm = crate::collectives::communication_rows(trace);
     let mut out = Vec::new();
     for d in trace.active_devices() {
         let ev = DeviceEvidence::new(trace, d);
         let segs = ia.segments_with(&ev, window.span);
-        out.extend(detect_device(trace, ia.context(), &ev, window, &segs));
+        out.extend(detect_device(trace, ia.context(), &comm, &ev, window, &segs));
     }
     rank(&mut out);
     out
@@ -172,10 +173,13 @@ pub fn detect(trace: &Trace, window: &Window) -> Vec<Finding> {
 
 /// Runs every detector on the device `ev` describes, from its idle
 /// segments (computed by [`IdleAnalyzer::segments_with`] over
-/// `window.span`). Not ranked.
+/// `window.span`), with `comm` from
+/// [`communication_rows`](crate::collectives::communication_rows). Not
+/// ranked.
 pub fn detect_device(
     trace: &Trace,
     ops: &OpContext,
+    comm: &[bool],
     ev: &DeviceEvidence,
     window: &Window,
     segs: &[IdleSegment],
@@ -185,7 +189,7 @@ pub fn detect_device(
     // them.
     let (replay, (cx, drafts)) = std::thread::scope(|s| {
         let replay = s.spawn(|| Replay::new(trace, ev.device, window.span, ev));
-        let cx = Cx::new(trace, ops, ev, window, segs);
+        let cx = Cx::new(trace, ops, comm, ev, window, segs);
         let drafts = all_drafts(&cx);
         (
             replay.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),

@@ -3,10 +3,15 @@
 //!
 //! # Matching
 //!
-//! Calls are grouped by key: step, kind and process group (when the trace
-//! names it). With a process group and sequence number on every call, the
-//! same `(group, seq)` is the same collective. Otherwise each rank is
-//! matched against a reference rank (the one with the most calls):
+//! A process group whose every call, on every rank, carries a sequence
+//! number (PyTorch's `Seq` arg, from 2.5 on) is matched by `(group, seq)`:
+//! the same pair is the same collective on every rank that holds it,
+//! whatever the ranks' order, steps or missing calls. Collectives of
+//! different groups are never matched to each other.
+//!
+//! The other calls are keyed by step, kind and process group (when the
+//! trace names it) and each rank is matched against a reference rank (the
+//! one with the most calls):
 //!
 //! 1. **By order**: when both ranks have the same number of calls under
 //!    every key, the n-th call of a key is the n-th on the other rank. The
@@ -39,7 +44,7 @@
 use super::summary::{CollectiveCall, RankSummary};
 use gapscope_collectors::trace::Ns;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Pairs by order are accepted when this share of them overlap.
 const ORDER_MIN_OVERLAP: f64 = 0.9;
@@ -64,7 +69,8 @@ const ROUNDS: usize = 3;
 pub enum MatchMethod {
     /// The reference rank itself.
     Reference,
-    /// Process group and sequence number.
+    /// Process group and sequence number, for every call of the rank that
+    /// was matched.
     Sequence,
     /// The n-th call of each kind and step.
     Order,
@@ -86,6 +92,10 @@ pub struct RankAlignment {
     pub offset_ns: Option<Ns>,
     /// Its collectives matched to other ranks'.
     pub matched: u64,
+    /// Of them, those matched by process group and sequence number (the
+    /// rest by order or time).
+    #[serde(default)]
+    pub matched_by_seq: u64,
     /// Its collectives left unmatched.
     pub unmatched: u64,
     /// Median of `|shifted end - consensus end|` over its matched calls.
@@ -131,32 +141,38 @@ fn abs_end(s: &RankSummary, c: &CollectiveCall) -> Ns {
 /// Matches the ranks' collectives and aligns their clocks.
 pub fn align(ranks: &[RankSummary]) -> Alignment {
     let n = ranks.len();
-    let pairs: Vec<(MatchMethod, Vec<(usize, usize)>)>;
-    let reference;
-    if n > 0
-        && ranks
-            .iter()
-            .all(|r| r.collectives.iter().all(|c| c.group.is_some() && c.seq.is_some()))
-    {
-        reference = best_reference(ranks);
-        pairs = (0..n).map(|r| match_by_sequence(ranks, reference, r)).collect();
-    } else {
-        reference = best_reference(ranks);
-        pairs = (0..n)
-            .map(|r| {
-                if r == reference {
-                    let all = (0..ranks[r].collectives.len()).map(|i| (i, i)).collect();
-                    (MatchMethod::Reference, all)
-                } else {
-                    match_pair(&ranks[reference], &ranks[r])
-                }
-            })
-            .collect();
+    let reference = best_reference(ranks);
+    let seq_groups = seq_groups(ranks);
+    let by_seq =
+        |c: &CollectiveCall| c.seq.is_some() && c.group.as_deref().is_some_and(|g| seq_groups.contains(g));
+    // Collectives of groups every rank numbers: the same (group, seq) is
+    // the same collective, whichever ranks hold it.
+    let mut seq_members: BTreeMap<(&str, u64), Vec<(usize, usize)>> = BTreeMap::new();
+    for (r, s) in ranks.iter().enumerate() {
+        for (i, c) in s.collectives.iter().enumerate() {
+            if let (true, Some(g), Some(q)) = (by_seq(c), c.group.as_deref(), c.seq) {
+                seq_members.entry((g, q)).or_default().push((r, i));
+            }
+        }
     }
-    // Instances: one per reference call, with every rank's partner.
+    // The rest, against the reference rank, by order or by time.
+    let rest = |c: &CollectiveCall| !by_seq(c);
+    let pairs: Vec<(MatchMethod, Vec<(usize, usize)>)> = (0..n)
+        .map(|r| {
+            if r == reference {
+                let own = (0..ranks[r].collectives.len())
+                    .filter(|&i| rest(&ranks[r].collectives[i]))
+                    .map(|i| (i, i))
+                    .collect();
+                (MatchMethod::Reference, own)
+            } else {
+                match_pair(&ranks[reference], &ranks[r], &rest)
+            }
+        })
+        .collect();
     let mut members: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
-    for (r, (method, p)) in pairs.iter().enumerate() {
-        if r == reference && *method == MatchMethod::Reference {
+    for (r, (_, p)) in pairs.iter().enumerate() {
+        if r == reference {
             continue;
         }
         for &(ref_call, call) in p {
@@ -170,24 +186,34 @@ pub fn align(ranks: &[RankSummary]) -> Alignment {
             m.sort_unstable();
             Instance { members: m }
         })
+        .chain(seq_members.into_values().map(|mut m| {
+            m.sort_unstable();
+            Instance { members: m }
+        }))
         .filter(|i| i.members.len() >= 2)
         .collect();
+    // A first offset per rank from the collectives it shares with the
+    // reference; the rounds below refine it over every collective.
     let mut offsets: Vec<Option<Ns>> = vec![None; n];
     if n > 0 {
         offsets[reference] = Some(0);
     }
-    for (r, (_, p)) in pairs.iter().enumerate() {
-        if r == reference || p.is_empty() {
+    let mut diffs: Vec<Vec<Ns>> = vec![Vec::new(); n];
+    for inst in &instances {
+        let Some(&(_, a)) = inst.members.iter().find(|(r, _)| *r == reference) else {
             continue;
+        };
+        let ref_end = abs_end(&ranks[reference], &ranks[reference].collectives[a]);
+        for &(r, c) in &inst.members {
+            if r != reference {
+                diffs[r].push(ref_end - abs_end(&ranks[r], &ranks[r].collectives[c]));
+            }
         }
-        let diffs: Vec<Ns> = p
-            .iter()
-            .map(|&(a, b)| {
-                abs_end(&ranks[reference], &ranks[reference].collectives[a])
-                    - abs_end(&ranks[r], &ranks[r].collectives[b])
-            })
-            .collect();
-        offsets[r] = Some(median(diffs));
+    }
+    for (r, d) in diffs.into_iter().enumerate() {
+        if r != reference && !d.is_empty() {
+            offsets[r] = Some(median(d));
+        }
     }
     let mut consensus = vec![0; instances.len()];
     for _ in 0..ROUNDS {
@@ -224,8 +250,19 @@ pub fn align(ranks: &[RankSummary]) -> Alignment {
                     residuals[r].iter().copied().max(),
                 )
             };
+            let calls = &ranks[r].collectives;
+            let matched_by_seq = instances
+                .iter()
+                .flat_map(|i| &i.members)
+                .filter(|&&(m, c)| m == r && by_seq(&calls[c]))
+                .count() as u64;
+            let left_to_fallback = calls.iter().any(&rest);
             let method = if offsets[r].is_none() || (matched == 0 && n > 1) {
                 MatchMethod::None
+            } else if r == reference {
+                MatchMethod::Reference
+            } else if matched_by_seq > 0 && (!left_to_fallback || pairs[r].1.is_empty()) {
+                MatchMethod::Sequence
             } else {
                 pairs[r].0
             };
@@ -238,7 +275,8 @@ pub fn align(ranks: &[RankSummary]) -> Alignment {
                     offsets[r]
                 },
                 matched,
-                unmatched: ranks[r].collectives.len() as u64 - matched,
+                matched_by_seq,
+                unmatched: calls.len() as u64 - matched,
                 residual_median_ns: med,
                 residual_max_ns: max,
             }
@@ -254,6 +292,22 @@ pub fn align(ranks: &[RankSummary]) -> Alignment {
     }
 }
 
+/// The process groups whose every call, on every rank, has a sequence
+/// number: those are matched by `(group, seq)`.
+fn seq_groups(ranks: &[RankSummary]) -> BTreeSet<&str> {
+    let mut numbered: BTreeMap<&str, bool> = BTreeMap::new();
+    for c in ranks.iter().flat_map(|r| &r.collectives) {
+        if let Some(g) = c.group.as_deref() {
+            *numbered.entry(g).or_insert(true) &= c.seq.is_some();
+        }
+    }
+    numbered
+        .into_iter()
+        .filter(|&(_, all)| all)
+        .map(|(g, _)| g)
+        .collect()
+}
+
 /// The rank with the most collectives (the lowest rank on ties).
 fn best_reference(ranks: &[RankSummary]) -> usize {
     (0..ranks.len())
@@ -261,43 +315,26 @@ fn best_reference(ranks: &[RankSummary]) -> usize {
         .unwrap_or(0)
 }
 
-fn match_by_sequence(
-    ranks: &[RankSummary],
-    reference: usize,
-    r: usize,
-) -> (MatchMethod, Vec<(usize, usize)>) {
-    if r == reference {
-        let all = (0..ranks[r].collectives.len()).map(|i| (i, i)).collect();
-        return (MatchMethod::Reference, all);
-    }
-    let of_ref: BTreeMap<(&str, u64), usize> = ranks[reference]
-        .collectives
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| Some(((c.group.as_deref()?, c.seq?), i)))
-        .collect();
-    let p = ranks[r]
-        .collectives
-        .iter()
-        .enumerate()
-        .filter_map(|(j, c)| Some((*of_ref.get(&(c.group.as_deref()?, c.seq?))?, j)))
-        .collect();
-    (MatchMethod::Sequence, p)
-}
-
-/// Calls of `s` by key, each list by start.
-fn by_key(s: &RankSummary) -> BTreeMap<Key<'_>, Vec<usize>> {
+/// The calls of `s` that `keep` accepts, by key, each list by start.
+fn by_key<'a>(s: &'a RankSummary, keep: &dyn Fn(&CollectiveCall) -> bool) -> BTreeMap<Key<'a>, Vec<usize>> {
     let mut m: BTreeMap<Key<'_>, Vec<usize>> = BTreeMap::new();
     for (i, c) in s.collectives.iter().enumerate() {
-        m.entry(key(c)).or_default().push(i);
+        if keep(c) {
+            m.entry(key(c)).or_default().push(i);
+        }
     }
     m
 }
 
-/// Pairs `(reference call, call)` of `b` against the reference `a`.
-fn match_pair(a: &RankSummary, b: &RankSummary) -> (MatchMethod, Vec<(usize, usize)>) {
-    let ka = by_key(a);
-    let kb = by_key(b);
+/// Pairs `(reference call, call)` of `b` against the reference `a`, among
+/// the calls `keep` accepts.
+fn match_pair(
+    a: &RankSummary,
+    b: &RankSummary,
+    keep: &dyn Fn(&CollectiveCall) -> bool,
+) -> (MatchMethod, Vec<(usize, usize)>) {
+    let ka = by_key(a, keep);
+    let kb = by_key(b, keep);
     let same_counts = ka.len() == kb.len()
         && ka
             .iter()

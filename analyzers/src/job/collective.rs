@@ -8,10 +8,9 @@
 //! wins because one kernel serves several collectives (NCCL runs an
 //! all-to-all as `SendRecv` kernels).
 //!
-//! Recognition beyond NCCL/RCCL kernel names (multimem and custom
-//! all-reduce kernels, `record_param_comms` arguments) belongs with the
-//! single-rank communication class in `kinds`; this module only adds the
-//! collective's kind and, later, its process group.
+//! Which kernels are collectives is decided once, for single ranks and
+//! jobs alike, by [`communication_rows`](crate::collectives::communication_rows);
+//! this module only names the collective's kind.
 
 use crate::names::is_communication_name;
 
@@ -28,6 +27,12 @@ pub fn kind_from_op(name: &str) -> Option<&'static str> {
         .or_else(|| name.strip_prefix("c10d_functional::"))
         .or_else(|| name.strip_prefix("_c10d_functional::"))?;
     normalise(rest)
+}
+
+/// The kind PyTorch's `Collective name` arg tells (`allreduce`,
+/// `_allgather_base`, `all_to_all_single`).
+pub fn kind_from_name(name: &str) -> Option<&'static str> {
+    normalise(name.trim_start_matches('_'))
 }
 
 /// The kind a kernel name tells (`ncclKernel_AllReduce_RING_LL_Sum_float`
@@ -140,5 +145,20 @@ mod tests {
             assert_eq!(kind_from_kernel(name), Some(kind), "{name}");
         }
         assert_eq!(kind_from_kernel("volta_sgemm_128x64_nn"), None);
+    }
+
+    #[test]
+    fn kinds_from_collective_names() {
+        for (name, kind) in [
+            ("allreduce", "all_reduce"),
+            ("_allgather_base", "all_gather"),
+            ("_reduce_scatter_base", "reduce_scatter"),
+            ("all_to_all_single", "all_to_all"),
+            ("allgather_into_tensor_coalesced", "all_gather"),
+            ("broadcast", "broadcast"),
+        ] {
+            assert_eq!(kind_from_name(name), Some(kind), "{name}");
+        }
+        assert_eq!(kind_from_name("wait"), None);
     }
 }

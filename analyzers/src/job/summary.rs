@@ -20,7 +20,7 @@
 //! lead-in of all_reduce       |<-- compute 8, idle 6 (dataloader), compute 6 -->|
 //! ```
 
-use super::collective::{kind_from_kernel, kind_from_op};
+use super::collective::{kind_from_kernel, kind_from_name, kind_from_op};
 use crate::analysis::{Analysis, AnalyzeOptions};
 use crate::attribution::OpContext;
 use crate::breakdown::{Breakdown, DeviceTimeline};
@@ -31,7 +31,7 @@ use crate::kinds::{classify, WorkClass};
 use crate::segments::IdleSegment;
 use crate::session::Session;
 use crate::window::Step;
-use gapscope_collectors::trace::{GpuKind, Ns, Trace};
+use gapscope_collectors::trace::{Ns, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -190,7 +190,8 @@ pub fn summarize(session: &Session, rank: Option<i64>) -> RankSummary {
     let selected = session.trace();
     let meta = &session.whole_trace().meta;
     let win = session.window();
-    let raw = collective_rows(selected);
+    let comm = session.communication();
+    let raw = collective_rows(selected, comm);
     let device = pick_device(selected, &raw);
     let mut summary = RankSummary {
         summary_version: SUMMARY_VERSION,
@@ -219,13 +220,14 @@ pub fn summarize(session: &Session, rank: Option<i64>) -> RankSummary {
             idle_by_cause_ns: by_cause_in(segs, (s.start, s.end)),
         })
         .collect();
-    let compute = compute_spans(selected, d.device);
+    let compute_rows = compute_rows(selected, comm, d.device);
+    let compute = compute_spans(selected, &compute_rows);
     let lead = LeadInBuilder {
         trace: selected,
         cx: session.blame(),
         tl,
         segs,
-        compute_rows: compute_rows(selected, d.device),
+        compute_rows,
     };
     let mut rows: Vec<&RawCall> = raw.iter().filter(|c| c.device == d.device).collect();
     rows.sort_by_key(|c| (c.start, c.end));
@@ -238,8 +240,8 @@ pub fn summarize(session: &Session, rank: Option<i64>) -> RankSummary {
         ends.push(c.end);
         summary.collectives.push(CollectiveCall {
             kind: c.kind.to_string(),
-            group: None,
-            seq: None,
+            group: c.group.map(str::to_string),
+            seq: c.seq,
             step: step_of(&win.steps, c.launch.unwrap_or(c.start)),
             stream: c.stream,
             start_ns: c.start,
@@ -253,40 +255,55 @@ pub fn summarize(session: &Session, rank: Option<i64>) -> RankSummary {
 }
 
 /// A collective kernel as found, before its lead-in.
-struct RawCall {
+struct RawCall<'t> {
     device: u32,
     stream: i64,
     start: Ns,
     end: Ns,
     launch: Option<Ns>,
     kind: &'static str,
+    group: Option<&'t str>,
+    seq: Option<u64>,
 }
 
-fn collective_rows(trace: &Trace) -> Vec<RawCall> {
+/// The GPU rows `comm` ([`communication_rows`](crate::collectives::communication_rows): the one definition of a
+/// collective) marks, with their kind, process group and sequence number.
+fn collective_rows<'t>(trace: &'t Trace, comm: &[bool]) -> Vec<RawCall<'t>> {
     let gpu = &trace.gpu;
-    let mut kernel_kind: HashMap<u32, Option<&'static str>> = HashMap::new();
+    let mut kernel_kind: HashMap<u32, &'static str> = HashMap::new();
     (0..gpu.len())
-        .filter(|&i| gpu.kind[i] == GpuKind::Kernel)
-        .filter_map(|i| {
+        .filter(|&i| comm[i])
+        .map(|i| {
             let name = gpu.name[i];
-            let from_kernel = *kernel_kind
-                .entry(name.0)
-                .or_insert_with(|| kind_from_kernel(trace.strings.get(name)));
-            let from_kernel = from_kernel?;
             let call = trace.links.gpu_launch[i];
             let launch = call.map(|c| trace.runtime.start[c.index()]);
             let op = call.and_then(|c| trace.links.runtime_op[c.index()]);
-            let from_op = trace
+            let coll = gpu.collective[i].map(|c| c.index());
+            let text = |id| Some(trace.strings.get(id)).filter(|s| !s.is_empty());
+            // The operator's word, else the args' `Collective name`, else
+            // the kernel's name.
+            let kind = trace
                 .ancestors(op)
-                .find_map(|o| kind_from_op(trace.strings.get(trace.cpu_ops.name[o.index()])));
-            Some(RawCall {
+                .find_map(|o| kind_from_op(trace.strings.get(trace.cpu_ops.name[o.index()])))
+                .or_else(|| {
+                    coll.and_then(|c| text(trace.collectives.name[c]))
+                        .and_then(kind_from_name)
+                })
+                .unwrap_or_else(|| {
+                    kernel_kind
+                        .entry(name.0)
+                        .or_insert_with(|| kind_from_kernel(trace.strings.get(name)).unwrap_or("collective"))
+                });
+            RawCall {
                 device: gpu.device[i],
                 stream: gpu.stream[i],
                 start: gpu.start[i],
                 end: gpu.end[i],
                 launch,
-                kind: from_op.unwrap_or(from_kernel),
-            })
+                kind,
+                group: coll.and_then(|c| text(trace.collectives.group[c])),
+                seq: coll.and_then(|c| trace.collectives.seq[c]),
+            }
         })
         .collect()
 }
@@ -308,15 +325,17 @@ fn step_of(steps: &[Step], t: Ns) -> Option<u64> {
     steps.iter().find(|s| s.start <= t && t < s.end).map(|s| s.number)
 }
 
-fn compute_rows(trace: &Trace, device: u32) -> Vec<u32> {
+/// The device's compute kernels: kernels that are not collectives.
+fn compute_rows(trace: &Trace, comm: &[bool], device: u32) -> Vec<u32> {
     (0..trace.gpu.len())
-        .filter(|&i| trace.gpu.device[i] == device && classify(trace, i) == Some(WorkClass::Compute))
+        .filter(|&i| {
+            trace.gpu.device[i] == device && !comm[i] && classify(trace, i) == Some(WorkClass::Compute)
+        })
         .map(|i| i as u32)
         .collect()
 }
 
-fn compute_spans(trace: &Trace, device: u32) -> Vec<Span> {
-    let rows = compute_rows(trace, device);
+fn compute_spans(trace: &Trace, rows: &[u32]) -> Vec<Span> {
     intervals::union(
         rows.iter()
             .map(|&i| (trace.gpu.start[i as usize], trace.gpu.end[i as usize]))

@@ -2,7 +2,7 @@
 //! every file and by the writer on every trace (so it never writes a file
 //! the reader would refuse). Each failure names the column and the row.
 
-use crate::trace::{StrId, ThreadId};
+use crate::trace::{CollectiveRow, StrId, ThreadId};
 
 /// Times beyond ±2^62 ns (±146 years from the origin) are not a recording:
 /// refusing them keeps `end - start` and sums of durations inside i64 for
@@ -29,6 +29,17 @@ pub fn thread_ids(col: &[ThreadId], threads: usize, none_ok: bool, what: &str) -
         Some(i) => Err(format!(
             "{what} of row {i} is thread {} but the thread table has {threads} threads",
             col[i].0
+        )),
+    }
+}
+
+/// Every collective link names a row of the collective table.
+pub fn collective_ids(col: &[Option<CollectiveRow>], rows: usize, what: &str) -> Result<(), String> {
+    match col.iter().position(|c| c.is_some_and(|c| c.index() >= rows)) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what} of row {i} is collective {} but the collective table has {rows} rows",
+            col[i].map_or(0, |c| c.get())
         )),
     }
 }

@@ -54,8 +54,20 @@ pub fn merge(parts: Vec<Trace>, source: &str) -> Trace {
         let corr = |c: u64| if c == 0 { 0 } else { c.saturating_add(cb) };
         let ext = |e: u64| if e == 0 { 0 } else { e.saturating_add(eb) };
         let max = |base: &mut u64, v: u64| *base = (*base).max(v);
+        let cmap: Vec<CollectiveRow> = (0..part.collectives.len())
+            .map(|i| {
+                let mut c = part.collectives.row(i);
+                c.name = s(c.name);
+                c.group = s(c.group);
+                c.group_desc = s(c.group_desc);
+                c.group_ranks = s(c.group_ranks);
+                b.push_collective(c)
+            })
+            .collect();
+        let coll = |c: Option<CollectiveRow>| c.map(|c| cmap[c.index()]);
         for i in 0..part.gpu.len() {
             let mut r = part.gpu.row(i);
+            r.collective = coll(r.collective);
             r.start = at(r.start);
             r.end = at(r.end);
             r.name = s(r.name);
@@ -79,6 +91,7 @@ pub fn merge(parts: Vec<Trace>, source: &str) -> Trace {
         }
         for i in 0..part.cpu_ops.len() {
             let mut r = part.cpu_ops.row(i);
+            r.collective = coll(r.collective);
             r.start = at(r.start);
             r.end = at(r.end);
             r.name = s(r.name);

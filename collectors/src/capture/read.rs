@@ -189,7 +189,7 @@ fn decode(codec: u8, stored: &[u8], raw_len: u64) -> Result<Cow<'_, [u8]>, Strin
             Ok(Cow::Owned(out))
         }
         c => Err(format!(
-            "unknown codec {c} (versions 1 and 2 know 0, stored, and 1, zlib)"
+            "unknown codec {c} (versions 1 to 3 know 0, stored, and 1, zlib)"
         )),
     }
 }
@@ -344,9 +344,14 @@ pub fn trace(bytes: &[u8], file: &str) -> Result<Trace, CaptureError> {
     let nt = r.section(Section::Threads, |c| threads(c, &mut b, ns))?;
     r.section(Section::Devices, |c| devices(c, &mut b, ns))?;
     let version = r.version;
-    r.section(Section::Gpu, |c| gpu(c, &mut b, ns, version))?;
+    // Versions 1 and 2 have no collectives: no section, no link columns.
+    let nc = match version {
+        1 | 2 => None,
+        _ => Some(r.section(Section::Collectives, |c| collectives(c, &mut b, ns))?),
+    };
+    r.section(Section::Gpu, |c| gpu(c, &mut b, ns, version, nc))?;
     r.section(Section::Runtime, |c| runtime(c, &mut b, ns, nt))?;
-    r.section(Section::CpuOps, |c| cpu_ops(c, &mut b, ns, nt))?;
+    r.section(Section::CpuOps, |c| cpu_ops(c, &mut b, ns, nt, nc))?;
     r.section(Section::Markers, |c| markers(c, &mut b, ns, nt))?;
     let diagnostics = r.section(Section::Diagnostics, diagnostics)?;
     r.section(Section::End, |_| Ok(()))?;
@@ -429,7 +434,62 @@ fn devices(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize) -> Result<(), St
     Ok(())
 }
 
-fn gpu(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, version: u32) -> Result<(), String> {
+fn collectives(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize) -> Result<usize, String> {
+    let n = c.rows("collective table")?;
+    let name = c.strs(n, ns, "collective name")?;
+    let group = c.strs(n, ns, "collective group")?;
+    let group_desc = c.strs(n, ns, "collective group description")?;
+    let group_ranks = c.strs(n, ns, "collective group ranks")?;
+    let group_size = c.column::<u32>(n, "collective group size")?;
+    let has_seq = c.tags(n, "collective seq presence", |t| match t {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    })?;
+    let seq = c.column::<u64>(n, "collective seq")?;
+    for i in 0..n {
+        b.push_collective(Collective {
+            name: name[i],
+            group: group[i],
+            group_desc: group_desc[i],
+            group_ranks: group_ranks[i],
+            group_size: group_size[i],
+            seq: has_seq[i].then_some(seq[i]),
+        });
+    }
+    Ok(n)
+}
+
+impl Cursor<'_> {
+    /// Collective links (0: none, else the row plus one), checked against
+    /// the `rows` of the collective table; all `None` in a version-1 or -2 file
+    /// (`rows` is `None`), which stores no such column.
+    fn collectives(
+        &mut self,
+        n: usize,
+        rows: Option<usize>,
+        what: &str,
+    ) -> Result<Vec<Option<CollectiveRow>>, String> {
+        let Some(rows) = rows else {
+            return Ok(vec![None; n]);
+        };
+        let v: Vec<Option<CollectiveRow>> = self
+            .column::<u32>(n, what)?
+            .into_iter()
+            .map(|c| c.checked_sub(1).map(|c| CollectiveRow::new(c as usize)))
+            .collect();
+        check::collective_ids(&v, rows, what)?;
+        Ok(v)
+    }
+}
+
+fn gpu(
+    c: &mut Cursor<'_>,
+    b: &mut TraceBuilder,
+    ns: usize,
+    version: u32,
+    nc: Option<usize>,
+) -> Result<(), String> {
     let n = c.rows("GPU activity table")?;
     let device = c.column::<u32>(n, "GPU activity device")?;
     let stream = c.column::<i64>(n, "GPU activity stream")?;
@@ -458,6 +518,7 @@ fn gpu(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, version: u32) -> Res
     } else {
         vec![OCCUPANCY_UNKNOWN; n]
     };
+    let collective = c.collectives(n, nc, "GPU activity collective")?;
     for i in 0..n {
         // A struct literal, not a constructor: a new column in the model
         // does not compile until the format stores it.
@@ -479,6 +540,7 @@ fn gpu(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, version: u32) -> Res
             registers: registers[i],
             shared_mem: shared_mem[i],
             occupancy_pct: occupancy_value(occupancy[i]),
+            collective: collective[i],
         });
     }
     Ok(())
@@ -506,7 +568,13 @@ fn runtime(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, nt: usize) -> Re
     Ok(())
 }
 
-fn cpu_ops(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, nt: usize) -> Result<(), String> {
+fn cpu_ops(
+    c: &mut Cursor<'_>,
+    b: &mut TraceBuilder,
+    ns: usize,
+    nt: usize,
+    nc: Option<usize>,
+) -> Result<(), String> {
     let n = c.rows("CPU op table")?;
     let thread = c.threads(n, nt, false, "CPU op thread")?;
     let (start, end) = c.times(n, "CPU op")?;
@@ -516,6 +584,7 @@ fn cpu_ops(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, nt: usize) -> Re
     let sequence = undelta(&c.column::<u64>(n, "CPU op sequence")?);
     let shapes = c.strs(n, ns, "CPU op shapes")?;
     let source = c.strs(n, ns, "CPU op source")?;
+    let collective = c.collectives(n, nc, "CPU op collective")?;
     for i in 0..n {
         b.push_cpu_op(CpuOp {
             thread: thread[i],
@@ -527,6 +596,7 @@ fn cpu_ops(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, nt: usize) -> Re
             sequence: sequence[i],
             shapes: shapes[i],
             source: source[i],
+            collective: collective[i],
             // Recomputed by `finish`.
             parent: None,
             depth: 0,

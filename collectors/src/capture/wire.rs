@@ -12,7 +12,7 @@ use crate::trace::{ApiKind, CopyKind, CpuOpKind, GpuKind, MarkerKind, MemKind};
 pub const MAGIC: [u8; 8] = *b"\x89GST\r\n\x1a\n";
 
 /// The format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The stored occupancy of a row whose occupancy is unknown: a NaN no
 /// writer produces from a percent.
@@ -44,7 +44,9 @@ pub const CODEC_STORED: u8 = 0;
 /// zlib (RFC 1950) stream.
 pub const CODEC_ZLIB: u8 = 1;
 
-/// The sections of a version-1 capture, in file order; each appears once.
+/// The sections of a capture, in file order; each appears once.
+/// [`Section::Collectives`] is new in version 3 (a version-1 or -2 file
+/// goes from `DEVS` to `GPUA`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Section {
     /// Origin, rank, provenance.
@@ -55,6 +57,8 @@ pub enum Section {
     Threads,
     /// The device table.
     Devices,
+    /// Collectives' process groups and sequence numbers (version 3).
+    Collectives,
     /// GPU activities.
     Gpu,
     /// Runtime and driver calls.
@@ -71,11 +75,12 @@ pub enum Section {
 
 impl Section {
     /// Every section, in the order a file holds them.
-    pub const ORDER: [Section; 10] = [
+    pub const ORDER: [Section; 11] = [
         Section::Meta,
         Section::Strings,
         Section::Threads,
         Section::Devices,
+        Section::Collectives,
         Section::Gpu,
         Section::Runtime,
         Section::CpuOps,
@@ -91,6 +96,7 @@ impl Section {
             Section::Strings => b"STRS",
             Section::Threads => b"THRD",
             Section::Devices => b"DEVS",
+            Section::Collectives => b"COLL",
             Section::Gpu => b"GPUA",
             Section::Runtime => b"RTCL",
             Section::CpuOps => b"CPUO",
@@ -107,6 +113,7 @@ impl Section {
             Section::Strings => "the string table",
             Section::Threads => "the thread table",
             Section::Devices => "the device table",
+            Section::Collectives => "the collectives",
             Section::Gpu => "the GPU activities",
             Section::Runtime => "the runtime calls",
             Section::CpuOps => "the CPU operators",

@@ -3,7 +3,7 @@
 use super::check;
 use super::error::CaptureError;
 use super::wire::*;
-use crate::trace::{StrId, ThreadId, Trace};
+use crate::trace::{CollectiveRow, StrId, ThreadId, Trace};
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 use std::io::{self, Write};
@@ -77,6 +77,12 @@ impl Payload {
 
     fn strs(&mut self, v: &[StrId]) -> io::Result<()> {
         let ids: Vec<u32> = v.iter().map(|s| s.0).collect();
+        self.column(&ids)
+    }
+
+    /// Collective row links: 0 for none, else the row plus one.
+    fn collectives(&mut self, v: &[Option<CollectiveRow>]) -> io::Result<()> {
+        let ids: Vec<u32> = v.iter().map(|c| c.map_or(0, |c| c.get() + 1)).collect();
         self.column(&ids)
     }
 
@@ -155,6 +161,17 @@ pub fn validate(t: &Trace) -> Result<(), String> {
     )?;
     check::str_ids(&t.devices.name, ns, "device name")?;
     check::unique(t.devices.id.iter(), "device table")?;
+    let c = &t.collectives;
+    for (col, what) in [
+        (&c.name, "collective name"),
+        (&c.group, "collective group"),
+        (&c.group_desc, "collective group description"),
+        (&c.group_ranks, "collective group ranks"),
+    ] {
+        check::str_ids(col, ns, what)?;
+    }
+    check::collective_ids(&t.gpu.collective, c.len(), "GPU activity collective")?;
+    check::collective_ids(&t.cpu_ops.collective, c.len(), "CPU op collective")?;
     check::str_ids(&t.gpu.name, ns, "GPU activity name")?;
     check::times(&t.gpu.start, &t.gpu.end, "GPU activity")?;
     check::thread_ids(&t.runtime.thread, nt, false, "runtime call thread")?;
@@ -187,6 +204,9 @@ fn write_version(trace: &Trace, out: &mut dyn Write, level: u32, version: u32) -
     out.write_all(&head).map_err(write_err)?;
     let mut total = head.len() as u64;
     for section in Section::ORDER {
+        if section == Section::Collectives && version < 3 {
+            continue;
+        }
         let mut p = Payload::new(level);
         fill(&mut p, section, trace, version)?;
         total += p.finish(section, out).map_err(write_err)?;
@@ -238,6 +258,17 @@ fn fill(p: &mut Payload, section: Section, t: &Trace, version: u32) -> Result<()
             io(p.column(&major))?;
             io(p.column(&minor))?;
         }
+        Section::Collectives => {
+            let c = &t.collectives;
+            p.rows(c.len(), "collective table")?;
+            io(p.strs(&c.name))?;
+            io(p.strs(&c.group))?;
+            io(p.strs(&c.group_desc))?;
+            io(p.strs(&c.group_ranks))?;
+            io(p.column(&c.group_size))?;
+            io(p.u8s(&c.seq, |s| u8::from(s.is_some())))?;
+            io(p.column(&c.seq.iter().map(|s| s.unwrap_or(0)).collect::<Vec<u64>>()))?;
+        }
         Section::Gpu => {
             let g = &t.gpu;
             p.rows(g.len(), "GPU activity table")?;
@@ -265,6 +296,9 @@ fn fill(p: &mut Payload, section: Section, t: &Trace, version: u32) -> Result<()
                 let occupancy: Vec<u32> = g.occupancy_pct.iter().map(|&v| occupancy_bits(v)).collect();
                 io(p.column(&occupancy))?;
             }
+            if version >= 3 {
+                io(p.collectives(&g.collective))?;
+            }
         }
         Section::Runtime => {
             let r = &t.runtime;
@@ -291,6 +325,7 @@ fn fill(p: &mut Payload, section: Section, t: &Trace, version: u32) -> Result<()
             io(p.column(&delta(c.sequence.iter().copied())))?;
             io(p.strs(&c.shapes))?;
             io(p.strs(&c.source))?;
+            io(p.collectives(&c.collective))?;
         }
         Section::Markers => {
             let m = &t.markers;
@@ -325,7 +360,7 @@ fn fill(p: &mut Payload, section: Section, t: &Trace, version: u32) -> Result<()
 mod tests {
     use super::*;
     use crate::capture::read;
-    use crate::trace::Sketch;
+    use crate::trace::*;
 
     /// A version-1 file has no occupancy column: it still reads, with every
     /// occupancy unknown and every other column as written.
@@ -349,5 +384,41 @@ mod tests {
         assert_eq!(v1.gpu.occupancy_pct, vec![None, None]);
         assert_eq!(v1.gpu.grid, v2.gpu.grid);
         assert_eq!(v1.gpu.start, v2.gpu.start);
+    }
+
+    /// Versions 1 and 2 have no collectives: they read with none, every
+    /// other column as written; version 3 keeps them.
+    #[test]
+    fn files_before_version_3_read_with_no_collectives() {
+        let mut b = TraceBuilder::new();
+        let t = b.thread(1, 1);
+        let (op, k) = (b.intern("record_param_comms"), b.intern("ncclKernel_AllReduce"));
+        let group = b.intern("0");
+        let mut c = CpuOp::new(t, 0, 100, op, CpuOpKind::Operator);
+        c.collective = Some(b.push_collective(Collective {
+            group,
+            seq: Some(9),
+            ..Collective::unknown()
+        }));
+        b.push_cpu_op(c);
+        b.push_runtime(RuntimeCall::new(t, 10, 20, op, 1));
+        b.push_gpu(GpuActivity::kernel(0, 7, 30, 90, k, 1));
+        let t = b.finish();
+        let read_back = |version| {
+            let mut bytes = Vec::new();
+            write_version(&t, &mut bytes, 1, version).unwrap();
+            read::trace(&bytes, "t.gst").unwrap()
+        };
+        let v3 = read_back(3);
+        assert_eq!(v3.collectives.seq, vec![Some(9)]);
+        assert_eq!(v3.gpu.collective, vec![Some(CollectiveRow::new(0))]);
+        for v in [1, 2] {
+            let old = read_back(v);
+            assert!(old.collectives.is_empty(), "version {v}");
+            assert_eq!(old.gpu.collective, vec![None]);
+            assert_eq!(old.cpu_ops.collective, vec![None]);
+            assert_eq!(old.gpu.start, v3.gpu.start);
+            assert_eq!(old.cpu_ops.name, v3.cpu_ops.name);
+        }
     }
 }

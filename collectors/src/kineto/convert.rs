@@ -298,6 +298,7 @@ impl Converter {
                 .input_dims
                 .as_ref()
                 .map_or(Strings::EMPTY, |d| self.builder.intern(d));
+            op.collective = self.collective(a);
         }
         if self.keeps(start, end, kind == CpuOpKind::ProfilerStep) {
             self.builder.push_cpu_op(op);
@@ -336,6 +337,9 @@ impl Converter {
         let mut row = GpuActivity::new(kind, device, stream, start, end, name, 0);
         if let Some(a) = args {
             fill_gpu_args(&mut row, a);
+            if kind == GpuKind::Kernel {
+                row.collective = self.collective(a);
+            }
         }
         match kind {
             GpuKind::Memcpy => {
@@ -348,6 +352,24 @@ impl Converter {
         if self.keeps(start, end, false) {
             self.builder.push_gpu(row);
         }
+    }
+
+    /// The collective identity `a` gives, when it names a collective, a
+    /// process group or a sequence number.
+    fn collective(&mut self, a: &Args<'_>) -> Option<CollectiveRow> {
+        if a.collective_name.is_none() && a.group.is_none() && a.seq.is_none() {
+            return None;
+        }
+        let mut s = |v: Option<&str>| v.map_or(Strings::EMPTY, |v| self.builder.intern(v));
+        let row = Collective {
+            name: s(a.collective_name),
+            group: s(a.group),
+            group_desc: s(a.group_desc),
+            group_ranks: s(a.group_ranks),
+            group_size: a.group_size.and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
+            seq: a.seq.and_then(|n| u64::try_from(n).ok()),
+        };
+        Some(self.builder.push_collective(row))
     }
 
     fn instant(&mut self, index: usize, ev: &Event<'_>) {

@@ -78,6 +78,18 @@ pub struct Args<'a> {
     pub name: Option<&'a str>,
     /// `kind` (ROCm copies).
     pub kind: Option<&'a str>,
+    /// `Collective name`.
+    pub collective_name: Option<&'a str>,
+    /// `Process Group Name`.
+    pub group: Option<&'a str>,
+    /// `Process Group Description`.
+    pub group_desc: Option<&'a str>,
+    /// `Process Group Ranks`.
+    pub group_ranks: Option<&'a str>,
+    /// `Group size`.
+    pub group_size: Option<i64>,
+    /// `Seq` / `seq`.
+    pub seq: Option<i64>,
     /// The first other numeric argument (a counter's value).
     pub first_number: Option<f64>,
 }
@@ -126,6 +138,12 @@ impl RawArgs<'_> {
             input_dims: self.input_dims.as_ref().map(RawText::get),
             name: self.name.as_deref(),
             kind: self.kind.as_deref(),
+            collective_name: self.collective_name.as_deref(),
+            group: self.group.as_deref(),
+            group_desc: self.group_desc.as_deref(),
+            group_ranks: self.group_ranks.as_deref(),
+            group_size: self.group_size,
+            seq: self.seq,
             first_number: self.first_number,
         }
     }
@@ -166,6 +184,12 @@ impl Event<'_> {
                 input_dims: t(a.input_dims),
                 name: s(a.name),
                 kind: s(a.kind),
+                collective_name: s(a.collective_name),
+                group: s(a.group),
+                group_desc: s(a.group_desc),
+                group_ranks: s(a.group_ranks),
+                group_size: a.group_size,
+                seq: a.seq,
                 first_number: a.first_number,
             }),
         }

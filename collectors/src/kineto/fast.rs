@@ -113,12 +113,22 @@ enum Arg {
     InputDims,
     Name,
     Kind,
+    CollectiveName,
+    Group,
+    GroupDesc,
+    GroupRanks,
+    GroupSize,
+    Seq,
     Other,
 }
 
 impl Arg {
     fn of(key: &[u8]) -> Arg {
         match key.len() {
+            3 => match key {
+                b"Seq" | b"seq" => Arg::Seq,
+                _ => Arg::Other,
+            },
             4 => match key {
                 b"grid" => Arg::Grid,
                 b"name" => Arg::Name,
@@ -135,14 +145,25 @@ impl Arg {
                 b"stream" => Arg::Stream,
                 _ => Arg::Other,
             },
-            10 if key == b"Input Dims" => Arg::InputDims,
+            10 => match key {
+                b"Input Dims" => Arg::InputDims,
+                b"Group size" => Arg::GroupSize,
+                _ => Arg::Other,
+            },
             11 => match key {
                 b"External id" | b"external id" => Arg::ExternalId,
                 b"correlation" => Arg::Correlation,
                 _ => Arg::Other,
             },
             13 if key == b"shared memory" => Arg::SharedMem,
-            15 if key == b"Sequence number" => Arg::Sequence,
+            15 => match key {
+                b"Sequence number" => Arg::Sequence,
+                b"Collective name" => Arg::CollectiveName,
+                _ => Arg::Other,
+            },
+            18 if key == b"Process Group Name" => Arg::Group,
+            19 if key == b"Process Group Ranks" => Arg::GroupRanks,
+            25 if key == b"Process Group Description" => Arg::GroupDesc,
             20 if key == b"registers per thread" => Arg::Registers,
             25 if key == b"est. achieved occupancy %" => Arg::Occupancy,
             _ => Arg::Other,
@@ -500,6 +521,12 @@ impl<'a> Reader<'a> {
                 }
                 Arg::Name => a.name = r.scalar_string()?,
                 Arg::Kind => a.kind = r.scalar_string()?,
+                Arg::CollectiveName => a.collective_name = r.scalar_string()?,
+                Arg::Group => a.group = r.scalar_string()?,
+                Arg::GroupDesc => a.group_desc = r.scalar_string()?,
+                Arg::GroupRanks => a.group_ranks = r.scalar_string()?,
+                Arg::GroupSize => a.group_size = r.loose_int()?,
+                Arg::Seq => a.seq = r.loose_int()?,
                 // Keys are matched as text, so a non-UTF-8 key is serde's.
                 Arg::Other if !ascii && std::str::from_utf8(key).is_err() => return None,
                 Arg::Other if a.first_number.is_none() => a.first_number = r.scalar_number()?,
@@ -672,6 +699,8 @@ mod tests {
             r#"{"ph": "C", "name": "mem", "pid": 1, "ts": "12.5", "args": {"x": "a", "y": null, "z": -3, "w": 2}}"#,
             r#"{"ph": null, "cat": null, "pid": null, "tid": true, "ts": null, "dur": null, "args": null}"#,
             r#"{"ph": "X", "name": "ü→", "args": {"stream": "0x1f", "kind": "HtoD", "grid": "x", "block": null, "name": 4}}"#,
+            r#"{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "args": {"Collective name": "allreduce", "Process Group Name": "0", "Process Group Description": "default_pg", "Process Group Ranks": "[0, 1]", "Group size": 2, "Seq": 17, "Rank": 0}}"#,
+            r#"{"ph": "X", "cat": "kernel", "args": {"seq": "18", "Process Group Name": 3, "Group size": "8", "Process Group Ranks": null, "Collective name": null}}"#,
             r#"{ "ph" : "X" , "args" : { } , "x" : [ { "a" : [ ] } , -0.5e-3 , false ] }"#,
             "{}",
         ] {
@@ -721,7 +750,7 @@ mod tests {
         use std::io::Read;
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
         let mut files = vec![root];
-        let (mut events, mut fast) = (0usize, 0usize);
+        let (mut events, mut fast, mut groups) = (0usize, 0usize, 0usize);
         while let Some(path) = files.pop() {
             if path.is_dir() {
                 files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
@@ -751,10 +780,18 @@ mod tests {
             for raw in doc.events {
                 events += 1;
                 fast += usize::from(check(raw.get()));
+                let (ev, _) = serde(raw.get()).unwrap();
+                groups += usize::from(
+                    ev.args
+                        .is_some_and(|a| a.group.is_some() && a.collective_name.is_some()),
+                );
             }
         }
         assert!(events > 400_000, "{events} events: are the shared traces there?");
         assert!(fast * 1000 >= events * 999, "fast path read {fast} of {events}");
+        // The collective args are among what both read (nccl_data's 42
+        // events and B200's 2 name a process group).
+        assert_eq!(groups, 44, "events naming a process group");
     }
 
     #[test]

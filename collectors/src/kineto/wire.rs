@@ -268,6 +268,18 @@ pub struct RawArgs<'a> {
     pub name: Option<CowStr<'a>>,
     /// `kind`: ROCm's copy direction (`"HtoD"`).
     pub kind: Option<CowStr<'a>>,
+    /// `Collective name` of a collective (`allreduce`).
+    pub collective_name: Option<CowStr<'a>>,
+    /// `Process Group Name` of a collective.
+    pub group: Option<CowStr<'a>>,
+    /// `Process Group Description`.
+    pub group_desc: Option<CowStr<'a>>,
+    /// `Process Group Ranks`, as the string PyTorch writes (`"[0, 1]"`).
+    pub group_ranks: Option<CowStr<'a>>,
+    /// `Group size`.
+    pub group_size: Option<i64>,
+    /// `Seq` (`seq`): the collective's sequence number in its group.
+    pub seq: Option<i64>,
     /// The first other numeric argument: a counter's value (`ph: C`).
     pub first_number: Option<f64>,
 }
@@ -304,6 +316,12 @@ impl<'de> Visitor<'de> for ArgsVisitor {
                 "Input Dims" => a.input_dims = Some(map.next_value()?),
                 "name" => a.name = string(map.next_value::<Scalar>()?),
                 "kind" => a.kind = string(map.next_value::<Scalar>()?),
+                "Collective name" => a.collective_name = string(map.next_value::<Scalar>()?),
+                "Process Group Name" => a.group = string(map.next_value::<Scalar>()?),
+                "Process Group Description" => a.group_desc = string(map.next_value::<Scalar>()?),
+                "Process Group Ranks" => a.group_ranks = string(map.next_value::<Scalar>()?),
+                "Group size" => a.group_size = int(map.next_value()?),
+                "Seq" | "seq" => a.seq = int(map.next_value()?),
                 _ if a.first_number.is_none() => a.first_number = map.next_value::<Scalar>()?.as_f64(),
                 _ => {
                     map.next_value::<IgnoredAny>()?;

@@ -3,7 +3,7 @@
 use super::hash::FxHashMap;
 use super::links::Links;
 use super::parallel::{both, PARALLEL_ROWS};
-use super::rows::OpRow;
+use super::rows::{CollectiveRow, OpRow};
 use super::strings::{StrId, Strings};
 use super::tables::*;
 use super::{Diagnostics, Ns, Trace, TraceMeta};
@@ -26,6 +26,7 @@ pub struct TraceBuilder {
     runtime: RuntimeCallTable,
     cpu_ops: CpuOpTable,
     markers: MarkerTable,
+    collectives: CollectiveTable,
     origin: Option<Ns>,
     /// Copy directions stated by launching calls, by correlation id: see
     /// [`call_copy_kind`](Self::call_copy_kind).
@@ -105,6 +106,12 @@ impl TraceBuilder {
     /// Adds a marker (absolute times).
     pub fn push_marker(&mut self, row: Marker) {
         self.markers.push(row);
+    }
+
+    /// Adds a collective's identity, for a GPU or CPU row to point to.
+    pub fn push_collective(&mut self, row: Collective) -> CollectiveRow {
+        self.collectives.push(row);
+        CollectiveRow::new(self.collectives.len() - 1)
     }
 
     /// Records that the runtime call with `correlation` asked for a copy in
@@ -228,6 +235,29 @@ impl TraceBuilder {
         join_table(&mut out, &mut rest, |b| &mut b.runtime, RuntimeCallTable::concat);
         join_table(&mut out, &mut rest, |b| &mut b.cpu_ops, CpuOpTable::concat);
         join_table(&mut out, &mut rest, |b| &mut b.markers, MarkerTable::concat);
+        // Collective rows: each later part's after the ones before it,
+        // with its strings remapped.
+        let mut coll_at = Vec::with_capacity(rest.len());
+        let mut n_coll = out.collectives.len();
+        for (p, (smap, _)) in rest.iter_mut().zip(&maps) {
+            coll_at.push(n_coll);
+            n_coll += p.collectives.len();
+            let c = &mut p.collectives;
+            for col in [&mut c.name, &mut c.group, &mut c.group_desc, &mut c.group_ranks] {
+                col.iter_mut().for_each(|id| *id = smap[id.0 as usize]);
+            }
+        }
+        join_table(
+            &mut out,
+            &mut rest,
+            |b| &mut b.collectives,
+            CollectiveTable::concat,
+        );
+        let colls = |col: &mut [Option<CollectiveRow>], base: usize| {
+            col.iter_mut()
+                .flatten()
+                .for_each(|c| *c = CollectiveRow::new(c.index() + base))
+        };
         let strs =
             |col: &mut [StrId], smap: &[StrId]| col.iter_mut().for_each(|id| *id = smap[id.0 as usize]);
         // `u32::MAX` is "no thread" (markers); every other id is a row.
@@ -236,7 +266,9 @@ impl TraceBuilder {
                 .filter(|t| t.0 != u32::MAX)
                 .for_each(|t| *t = tmap[t.0 as usize])
         };
-        for ((smap, tmap), [gpu, rt, op, mk]) in maps.iter().zip(ranges) {
+        for (((smap, tmap), [gpu, rt, op, mk]), base) in maps.iter().zip(ranges).zip(coll_at) {
+            colls(&mut out.gpu.collective[gpu.clone()], base);
+            colls(&mut out.cpu_ops.collective[op.clone()], base);
             strs(&mut out.gpu.name[gpu], smap);
             strs(&mut out.runtime.name[rt.clone()], smap);
             thrs(&mut out.runtime.thread[rt], tmap);
@@ -304,6 +336,7 @@ impl TraceBuilder {
         }
         self.apply_call_copy_kinds();
         let links = Links::build(&self.gpu, &self.runtime, &self.cpu_ops, &thread_start);
+        self.link_collectives(&links);
         Trace {
             meta: self.meta,
             strings: self.strings,
@@ -313,9 +346,73 @@ impl TraceBuilder {
             runtime: self.runtime,
             cpu_ops: self.cpu_ops,
             markers: self.markers,
+            collectives: self.collectives,
             links,
             cpu_op_thread_start: thread_start,
             diagnostics: self.diagnostics,
+        }
+    }
+
+    /// Gives each kernel launched inside an operator with collective args
+    /// those args: Kineto copies `record_param_comms`' args to the NCCL
+    /// kernel in newer versions only, and never all of them (older ones
+    /// leave the kernel bare; `Seq` stays on the operator). A kernel with
+    /// args of its own keeps them, completed with the operator's sequence
+    /// number and group where it lacks them. Running this again changes
+    /// nothing, so a trace read back from a capture is linked alike.
+    fn link_collectives(&mut self, links: &Links) {
+        if self.collectives.is_empty() {
+            return;
+        }
+        // The collective of each CPU row or of its nearest enclosing row
+        // that has one (parents precede children).
+        let ops = &self.cpu_ops;
+        let mut held: Vec<Option<CollectiveRow>> = Vec::with_capacity(ops.len());
+        for i in 0..ops.len() {
+            let inherited = ops.parent[i].and_then(|p| held[p.index()]);
+            held.push(ops.collective[i].or(inherited));
+        }
+        let c = &mut self.collectives;
+        for i in 0..self.gpu.len() {
+            if self.gpu.kind[i] != GpuKind::Kernel {
+                continue;
+            }
+            let Some(op) = links.gpu_launch[i]
+                .and_then(|call| links.runtime_op[call.index()])
+                .and_then(|op| held[op.index()])
+            else {
+                continue;
+            };
+            let own = match self.gpu.collective[i] {
+                None => {
+                    self.gpu.collective[i] = Some(op);
+                    continue;
+                }
+                Some(own) => own,
+            };
+            let (k, o) = (own.index(), op.index());
+            let group_fits = c.group[k] == Strings::EMPTY || c.group[k] == c.group[o];
+            let lacks = (c.seq[k].is_none() && c.seq[o].is_some())
+                || (c.group[k] == Strings::EMPTY && c.group[o] != Strings::EMPTY);
+            if own != op && group_fits && lacks {
+                let mut merged = c.row(k);
+                merged.seq = merged.seq.or(c.seq[o]);
+                for (mine, theirs) in [
+                    (&mut merged.group, c.group[o]),
+                    (&mut merged.group_desc, c.group_desc[o]),
+                    (&mut merged.group_ranks, c.group_ranks[o]),
+                    (&mut merged.name, c.name[o]),
+                ] {
+                    if *mine == Strings::EMPTY {
+                        *mine = theirs;
+                    }
+                }
+                if merged.group_size == 0 {
+                    merged.group_size = c.group_size[o];
+                }
+                c.push(merged);
+                self.gpu.collective[i] = Some(CollectiveRow::new(c.len() - 1));
+            }
         }
     }
 
@@ -471,6 +568,7 @@ impl CpuOp {
             sequence: -1,
             shapes: Strings::EMPTY,
             source: Strings::EMPTY,
+            collective: None,
             parent: None,
             depth: 0,
         }
@@ -521,12 +619,27 @@ impl GpuActivity {
             registers: 0,
             shared_mem: 0,
             occupancy_pct: None,
+            collective: None,
         }
     }
 
     /// A kernel on `device`/`stream`.
     pub fn kernel(device: u32, stream: i64, start: Ns, end: Ns, name: StrId, correlation: u64) -> Self {
         Self::new(GpuKind::Kernel, device, stream, start, end, name, correlation)
+    }
+}
+
+impl Collective {
+    /// An identity with nothing known.
+    pub fn unknown() -> Self {
+        Collective {
+            name: Strings::EMPTY,
+            group: Strings::EMPTY,
+            group_desc: Strings::EMPTY,
+            group_ranks: Strings::EMPTY,
+            group_size: 0,
+            seq: None,
+        }
     }
 }
 
@@ -637,5 +750,62 @@ mod tests {
         assert_eq!(tr.cpu_ops_of(ThreadId(0)), 0..2);
         assert_eq!(tr.op_name(Some(OpRow::new(1))), Some("y"));
         assert_eq!(tr.strings.get(tr.gpu.name[0]), "y");
+    }
+
+    /// ```text
+    /// thread 1  [record_param_comms (group "7", seq 41)....]   [aten::mm....]
+    ///             [nccl:all_reduce........]                      [L3]
+    ///               [L1]     [L2]
+    /// stream 9          [ncclKernel]  [copy kernel]      (no args)
+    /// stream 7                                              [gemm]
+    /// ```
+    /// Kernels launched inside the operator take its collective; the gemm
+    /// launched elsewhere takes none. Chunks appended keep their rows.
+    #[test]
+    fn kernels_take_the_collective_of_the_operator_around_their_launch() {
+        let mut a = TraceBuilder::new();
+        let t = a.thread(1, 1);
+        let (ann, mm, launch) = (
+            a.intern("nccl:all_reduce"),
+            a.intern("aten::mm"),
+            a.intern("cudaLaunchKernel"),
+        );
+        let mut b = TraceBuilder::new();
+        let tb = b.thread(1, 1);
+        let group = b.intern("7");
+        let rpc_b = b.intern("record_param_comms");
+        let mut op = CpuOp::new(tb, 0, 100, rpc_b, CpuOpKind::Operator);
+        op.collective = Some(b.push_collective(Collective {
+            group,
+            seq: Some(41),
+            ..Collective::unknown()
+        }));
+        b.push_cpu_op(op);
+        a.push_cpu_op(CpuOp::new(t, 5, 60, ann, CpuOpKind::UserAnnotation));
+        a.push_cpu_op(CpuOp::new(t, 120, 200, mm, CpuOpKind::Operator));
+        a.push_runtime(RuntimeCall::new(t, 10, 15, launch, 1));
+        a.push_runtime(RuntimeCall::new(t, 30, 35, launch, 2));
+        a.push_runtime(RuntimeCall::new(t, 130, 135, launch, 3));
+        let k = a.intern("ncclKernel_AllReduce");
+        a.push_gpu(GpuActivity::kernel(0, 9, 20, 80, k, 1));
+        a.push_gpu(GpuActivity::kernel(0, 9, 85, 90, mm, 2));
+        a.push_gpu(GpuActivity::kernel(0, 7, 140, 150, mm, 3));
+        a.append(b);
+        let tr = a.finish();
+        assert_eq!(tr.collectives.len(), 1);
+        let c = Some(CollectiveRow::new(0));
+        assert_eq!(tr.gpu.collective, vec![c, c, None]);
+        assert_eq!(tr.strings.get(tr.collectives.group[0]), "7");
+        assert_eq!(tr.collectives.seq[0], Some(41));
+        assert_eq!(
+            tr.op_name(
+                tr.cpu_ops
+                    .collective
+                    .iter()
+                    .position(|c| c.is_some())
+                    .map(OpRow::new)
+            ),
+            Some("record_param_comms")
+        );
     }
 }

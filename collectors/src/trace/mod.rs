@@ -37,7 +37,7 @@ mod tables;
 pub use builder::TraceBuilder;
 pub use hash::{FxBuildHasher, FxHashMap, FxHashSet, FxHasher};
 pub use links::Links;
-pub use rows::{CallRow, GpuRow, MarkerRow, OpRow};
+pub use rows::{CallRow, CollectiveRow, GpuRow, MarkerRow, OpRow};
 pub use sketch::Sketch;
 pub use strings::{StrId, Strings};
 pub use tables::*;
@@ -150,6 +150,9 @@ pub struct Trace {
     pub cpu_ops: CpuOpTable,
     /// Instants, counters, GPU annotations, profiler overhead.
     pub markers: MarkerTable,
+    /// Collectives' process groups and sequence numbers, which `gpu` and
+    /// `cpu_ops` rows point to.
+    pub collectives: CollectiveTable,
     /// GPU ↔ runtime call ↔ operator links.
     pub links: Links,
     /// Where each thread's rows start in `cpu_ops`: thread `t` owns rows

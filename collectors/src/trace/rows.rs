@@ -76,6 +76,11 @@ row_id!(
     /// A row of [`MarkerTable`](super::MarkerTable).
     MarkerRow
 );
+row_id!(
+    /// A row of [`CollectiveTable`](super::CollectiveTable): one
+    /// collective's process group and sequence number.
+    CollectiveRow
+);
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@
 //! column struct, the row struct, `push`, `row`, `len` and `permute`, so the
 //! columns of a table can never disagree on length or order.
 
-use super::rows::OpRow;
+use super::rows::{CollectiveRow, OpRow};
 use super::strings::StrId;
 use super::Ns;
 use serde::{Deserialize, Serialize};
@@ -219,6 +219,10 @@ columnar_table!(
         /// computed it (Kineto's `est. achieved occupancy %`); `None` when
         /// the source does not say.
         occupancy_pct: Option<f32>,
+        /// The collective this kernel runs, when the source says: its own
+        /// args, else those of the innermost operator around its launch
+        /// that has them (linked by [`TraceBuilder::finish`](super::TraceBuilder::finish)).
+        collective: Option<CollectiveRow>,
     }
 );
 
@@ -271,6 +275,9 @@ columnar_table!(
         shapes: StrId,
         /// Source location (`train.py(42): step`) when known, or empty.
         source: StrId,
+        /// The collective this range issues, when its args say
+        /// (`record_param_comms`).
+        collective: Option<CollectiveRow>,
         /// Enclosing row on the same thread (`None` at top level). Set by
         /// [`TraceBuilder::finish`](super::TraceBuilder::finish).
         parent: Option<OpRow>,
@@ -301,6 +308,32 @@ columnar_table!(
         name: StrId,
         /// Counter value (0 for other kinds).
         value: f64,
+    }
+);
+
+columnar_table!(
+    /// The identity of collectives, as the source gives it: one row per
+    /// event whose args name a collective (PyTorch's `record_param_comms`
+    /// operator, and the NCCL kernels Kineto copies those args to).
+    /// [`GpuActivity::collective`] and [`CpuOp::collective`] point here.
+    CollectiveTable,
+    /// One collective's identity.
+    Collective {
+        /// `Collective name` as written (`allreduce`, `_allgather_base`),
+        /// or empty.
+        name: StrId,
+        /// `Process Group Name` (`"0"`, `"3"`): the same on every rank for
+        /// the same group; empty when not given.
+        group: StrId,
+        /// `Process Group Description` (`default_pg`), or empty.
+        group_desc: StrId,
+        /// `Process Group Ranks` as written (`[0, 1]`), or empty.
+        group_ranks: StrId,
+        /// `Group size` (0: not given).
+        group_size: u32,
+        /// `Seq`: the collective's sequence number in its process group
+        /// (PyTorch 2.5 and later), the same on every member rank.
+        seq: Option<u64>,
     }
 );
 

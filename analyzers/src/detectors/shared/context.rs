@@ -34,13 +34,14 @@ pub(crate) struct Cx<'a> {
     pub busy: Vec<GpuRow>,
     /// Per `gpu` row: a collective kernel
     /// ([`collectives::communication_rows`](crate::collectives::communication_rows)).
-    pub comm: Vec<bool>,
+    pub comm: &'a [bool],
 }
 
 impl<'a> Cx<'a> {
     pub(crate) fn new(
         trace: &'a Trace,
         ops: &'a OpContext,
+        comm: &'a [bool],
         ev: &'a DeviceEvidence,
         window: &'a Window,
         segs: &[IdleSegment],
@@ -64,7 +65,7 @@ impl<'a> Cx<'a> {
             partial_last: artifacts::partial_last_step(trace, device, &window.steps),
             platform: Platform::of(trace),
             busy: crate::gaps::busy_rows(trace, device),
-            comm: crate::collectives::communication_rows(trace),
+            comm,
         };
         cx.pieces = cx.cut(segs);
         cx
