@@ -7,6 +7,7 @@
 mod shared_traces;
 
 use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::job::align::MatchMethod;
 use gapscope_analyzers::job::{analyze_job, summarize_rank, JobAnalysis, JobOptions};
 use gapscope_collectors::kineto::{import_file, ImportOptions};
 use serde_json::Value;
@@ -251,5 +252,64 @@ fn missing_rank() {
     assert_eq!(f.culprit_rank, Some(3));
     assert_eq!(f.wait_ns.keys().copied().collect::<Vec<_>>(), [0, 1]);
     let _ = truth;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// PyTorch 2.5+'s process group and sequence number on every collective
+/// (two groups: all-reduces and all-to-alls), and rank 2's trace lacking
+/// its first all-to-all of step 11 (a GPU record the profiler lost), right
+/// before rank 3 arrives late at the next one. Rank 2's n-th all-to-all is
+/// its peers' (n+1)-th from there on, so pairing by order would be wrong;
+/// `(group, seq)` pairs every call with its own: exact offsets, no
+/// residual, and the straggler, its step, collective, cause and every
+/// wait as planted. Without the numbers, rank 2 is matched by time.
+#[test]
+fn sequence_numbers_match_across_a_lost_collective() {
+    let args = [
+        "--ranks",
+        "4",
+        "--steps",
+        "3",
+        "--drop",
+        "2:11:1",
+        "--plant",
+        "3:11:2:3:cpu_op",
+    ];
+    let (dir, truth) = plant("seq", &[&args[..], &["--seq"]].concat());
+    let j = analyse(&dir);
+    check_offsets(&j, &truth, 0);
+    for a in &j.alignment.ranks {
+        let (method, matched) = if a.rank == 0 {
+            (MatchMethod::Reference, 24)
+        } else if a.rank == 2 {
+            (MatchMethod::Sequence, 23)
+        } else {
+            (MatchMethod::Sequence, 24)
+        };
+        assert_eq!(
+            (a.method, a.matched, a.matched_by_seq),
+            (method, matched, matched),
+            "{a:?}"
+        );
+        assert_eq!((a.unmatched, a.residual_max_ns), (0, Some(0)), "{a:?}");
+    }
+    check_plants(&j, &truth);
+    let lost = j
+        .collectives
+        .iter()
+        .filter(|c| c.ranks == 3)
+        .map(|c| (c.step, c.kind.as_str(), c.group.as_deref()))
+        .collect::<Vec<_>>();
+    // The lost collective is matched among the three ranks that hold it.
+    assert_eq!(lost, [(Some(11), "all_to_all", Some("1"))]);
+    assert!(j.collectives.iter().all(|c| c.seq.is_some()));
+    let _ = std::fs::remove_dir_all(dir);
+
+    let (dir, truth) = plant("noseq", &args);
+    let j = analyse(&dir);
+    let rank2 = j.alignment.ranks.iter().find(|a| a.rank == 2).unwrap();
+    assert_eq!((rank2.method, rank2.matched_by_seq), (MatchMethod::Time, 0));
+    check_offsets(&j, &truth, 0);
+    check_plants(&j, &truth);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -201,3 +201,89 @@ fn order_that_contradicts_time_is_refused() {
     assert_eq!(a.offsets[1], Some(0));
     assert_eq!(a.ranks[1].matched, 2);
 }
+
+/// ```text
+/// µs         1000  1500  2000  3000   5000  5500  6000  7000
+/// rank 0     [A1........]                                     group a
+///                  [B1..............]                         group b
+///                                     [A2........]
+///                                           [B2.............]
+/// rank 1     B1 launched first, then A1, B2, A2 (its clock 5 ms ahead):
+///              [B1...............]
+///                   [A1.]  ...
+/// ```
+/// Two process groups whose all-reduces the ranks launch in different
+/// orders. Every call ends when its group's collective ends, on both ranks.
+/// By order (kind and step alike) rank 0's A1 pairs with rank 1's B1: the
+/// pairs still overlap, so order is accepted and the residual shows the
+/// wrong pairing (1 ms). With process groups and sequence numbers each
+/// call pairs with its own, to the nanosecond.
+#[test]
+fn groups_interleaved_differently_match_by_sequence_not_by_order() {
+    let us = 1_000;
+    let off = 5_000 * us;
+    let c = |s: i64, e: i64| Call("all_reduce", s * us, e * us, s * us - 10, (10, 0, 0));
+    let plain = vec![
+        rank(
+            0,
+            0,
+            10_000 * us,
+            &[c(1000, 2000), c(1500, 3000), c(5000, 6000), c(5500, 7000)],
+        ),
+        rank(
+            1,
+            off,
+            10_000 * us,
+            &[c(1200, 3000), c(1600, 2000), c(5100, 7000), c(5700, 6000)],
+        ),
+    ];
+    let by_order = align(&plain);
+    assert_eq!(by_order.ranks[1].method, MatchMethod::Order);
+    assert_eq!(by_order.ranks[1].matched_by_seq, 0);
+    assert!(
+        by_order.ranks[1].residual_max_ns.unwrap() >= 500 * us,
+        "{:?}",
+        by_order.ranks[1]
+    );
+    let mut numbered = plain.clone();
+    let ids = [
+        [("a", 1), ("b", 1), ("a", 2), ("b", 2)],
+        [("b", 1), ("a", 1), ("b", 2), ("a", 2)],
+    ];
+    for (r, calls) in numbered.iter_mut().enumerate() {
+        for (call, (g, q)) in calls.collectives.iter_mut().zip(ids[r]) {
+            call.group = Some(g.into());
+            call.seq = Some(q);
+        }
+    }
+    let a = align(&numbered);
+    assert_eq!(a.ranks[0].method, MatchMethod::Reference);
+    assert_eq!(a.ranks[1].method, MatchMethod::Sequence);
+    assert_eq!((a.ranks[1].matched, a.ranks[1].matched_by_seq), (4, 4));
+    assert_eq!(a.ranks[1].residual_max_ns, Some(0));
+    assert_eq!(a.offsets[1], Some(-off));
+    let members: Vec<Vec<(usize, usize)>> = a.instances.iter().map(|i| i.members.clone()).collect();
+    assert_eq!(
+        members,
+        [
+            vec![(0, 0), (1, 1)],
+            vec![(0, 1), (1, 0)],
+            vec![(0, 2), (1, 3)],
+            vec![(0, 3), (1, 2)]
+        ]
+    );
+    // A group one rank numbers and another does not falls back to order
+    // for that group only.
+    let mut half = numbered.clone();
+    for call in half[1]
+        .collectives
+        .iter_mut()
+        .filter(|c| c.group.as_deref() == Some("b"))
+    {
+        call.seq = None;
+    }
+    let h = align(&half);
+    assert_eq!(h.ranks[1].method, MatchMethod::Order);
+    assert_eq!((h.ranks[1].matched, h.ranks[1].matched_by_seq), (4, 2));
+    assert_eq!(h.ranks[1].residual_max_ns, Some(0));
+}

@@ -6,6 +6,7 @@
 use super::table::Table;
 use super::text::wrap;
 use gapscope_analyzers::format::{duration, ms, percent};
+use gapscope_analyzers::job::align::{MatchMethod, RankAlignment};
 use gapscope_analyzers::job::culprit::cause_label;
 use gapscope_analyzers::job::finding::rank_list;
 use gapscope_analyzers::job::JobAnalysis;
@@ -87,10 +88,11 @@ fn headline(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
         .unwrap_or(0);
     writeln!(
         out,
-        "clocks: {} of {} ranks aligned to rank {}'s on {matched} collectives; residual up to {} (median), {} (max)",
+        "clocks: {} of {} ranks aligned to rank {}'s on {matched} collectives{}; residual up to {} (median), {} (max)",
         aligned.len(),
         j.ranks.len(),
         j.alignment.reference_rank.map_or("-".into(), |r| r.to_string()),
+        matched_by(&j.alignment.ranks),
         duration(res_med),
         duration(res_max)
     )?;
@@ -117,7 +119,8 @@ fn findings(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
     for (i, f) in j.findings.iter().take(MAX_FINDINGS).enumerate() {
         writeln!(out, "{:>3}. [{}] {}", i + 1, f.id, f.title)?;
         let mut facts = vec![format!(
-            "saves ~{} ms of the job's step time",
+            "saves {}~{} ms of the job's step time",
+            if f.untraced_ranks > 0 { "at most " } else { "" },
             ms(f.est_savings_ns)
         )];
         if f.total_wait_ns > 0 {
@@ -213,10 +216,11 @@ fn ranks(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
         "late",
         "others waited",
         "clock offset",
+        "matched by",
         "residual",
         "file",
     ])
-    .left(&[7, 12]);
+    .left(&[7, 11, 13]);
     for r in j.ranks.iter().take(MAX_RANK_ROWS) {
         let b = &r.breakdown;
         let a = j.alignment.ranks.iter().find(|a| a.rank == r.rank);
@@ -243,6 +247,7 @@ fn ranks(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
                 "-".into()
             },
             a.and_then(|a| a.offset_ns).map_or("not aligned".into(), duration),
+            a.map_or("-".into(), match_label),
             a.and_then(|a| a.residual_median_ns).map_or("-".into(), duration),
             r.source.clone(),
         ]);
@@ -275,4 +280,52 @@ fn causes(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
         t.row([what, ms(c.ns), format!("{:.1}%", c.share * 100.0)]);
     }
     t.write(out, "  ")
+}
+
+/// How a rank's collectives were matched, in a word or two: `seq`
+/// (process group and sequence number), `order`, `time`, `seq+order` when
+/// some groups had sequence numbers and the rest did not, `reference`.
+fn match_label(a: &RankAlignment) -> String {
+    let fallback = match a.method {
+        MatchMethod::Reference => return "reference".into(),
+        MatchMethod::Sequence => return "seq".into(),
+        MatchMethod::None => return "none".into(),
+        MatchMethod::Order => "order",
+        MatchMethod::Time => "time",
+    };
+    if a.matched_by_seq > 0 {
+        format!("seq+{fallback}")
+    } else {
+        fallback.into()
+    }
+}
+
+/// ` (matched by process group and sequence number)`, ` (matched by
+/// order)`, or the ranks per way when they differ; empty for one rank.
+fn matched_by(ranks: &[RankAlignment]) -> String {
+    let mut ways: Vec<(String, usize)> = Vec::new();
+    for a in ranks.iter().filter(|a| a.method != MatchMethod::Reference) {
+        let way = match match_label(a).as_str() {
+            "seq" => "process group and sequence number".to_string(),
+            "none" => "nothing (left out)".to_string(),
+            "seq+order" => "sequence number and order".to_string(),
+            "seq+time" => "sequence number and time".to_string(),
+            other => other.to_string(),
+        };
+        match ways.iter_mut().find(|(w, _)| *w == way) {
+            Some((_, n)) => *n += 1,
+            None => ways.push((way, 1)),
+        }
+    }
+    match ways.as_slice() {
+        [] => String::new(),
+        [(w, _)] => format!(" (matched by {w})"),
+        _ => {
+            let parts: Vec<String> = ways
+                .iter()
+                .map(|(w, n)| format!("{w}: {n} {}", if *n == 1 { "rank" } else { "ranks" }))
+                .collect();
+            format!(" (matched by {})", parts.join(", "))
+        }
+    }
 }

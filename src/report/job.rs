@@ -7,7 +7,7 @@
 use gapscope_analyzers::format::{duration, ms, percent};
 use gapscope_analyzers::job::culprit::cause_label;
 use gapscope_analyzers::job::finding::rank_list;
-use gapscope_analyzers::job::JobAnalysis;
+use gapscope_analyzers::job::{JobAnalysis, JobFinding};
 use serde::Serialize;
 
 /// Findings shown (all of them: `analyze --format json`).
@@ -237,9 +237,7 @@ pub fn build(j: &JobAnalysis) -> JobView {
             sub: j
                 .findings
                 .first()
-                .map_or("no rank held the others back".into(), |f| {
-                    format!("saves ~{} ms", ms(f.est_savings_ns))
-                }),
+                .map_or("no rank held the others back".into(), saves),
         },
     ];
     let aligned: Vec<_> = j
@@ -278,7 +276,7 @@ pub fn build(j: &JobAnalysis) -> JobView {
                 n: i + 1,
                 id: f.id.clone(),
                 title: f.title.clone(),
-                saves: format!("saves ~{} ms", ms(f.est_savings_ns)),
+                saves: saves(f),
                 facts: facts.join(" · "),
                 hint: f.hint.clone(),
             }
@@ -477,6 +475,13 @@ fn step_rows(j: &JobAnalysis) -> Vec<StepRow> {
             }
         })
         .collect()
+}
+
+/// `saves ~12.00 ms`, or `saves at most ~12.00 ms` when ranks of the job
+/// were not traced (the culprit may not have been the last).
+fn saves(f: &JobFinding) -> String {
+    let bound = if f.untraced_ranks > 0 { "at most " } else { "" };
+    format!("saves {bound}~{} ms", ms(f.est_savings_ns))
 }
 
 #[cfg(test)]

@@ -61,6 +61,9 @@ pub struct Blame {
 
 /// What one member did since the last collective it shared with the
 /// others: from the end of its previous matched call to its arrival.
+/// Members whose previous matched call is not the late rank's (a rank
+/// whose trace lacks that collective) are left out of the peers' means:
+/// their windows cover another stretch of the step.
 /// Calls in between that matched no other rank's count as part of it
 /// (their kernels as communication, or compute where compute overlapped).
 struct MemberWindow {
@@ -72,14 +75,18 @@ struct MemberWindow {
     ops: HashMap<(String, String), Ns>,
     /// Whether it begins at the rank's window start.
     from_window_start: bool,
+    /// The collective (index into the timed ones) it begins after; `None`
+    /// at the window's start.
+    after: Option<usize>,
 }
 
-/// Which calls of each rank matched another rank's.
-pub fn matched_calls(ranks: &[RankSummary], timed: &[Timed]) -> Vec<Vec<bool>> {
-    let mut m: Vec<Vec<bool>> = ranks.iter().map(|r| vec![false; r.collectives.len()]).collect();
-    for t in timed {
+/// Per call of each rank: the timed collective it is a member of, if it
+/// matched another rank's.
+pub fn matched_calls(ranks: &[RankSummary], timed: &[Timed]) -> Vec<Vec<Option<usize>>> {
+    let mut m: Vec<Vec<Option<usize>>> = ranks.iter().map(|r| vec![None; r.collectives.len()]).collect();
+    for (i, t) in timed.iter().enumerate() {
         for a in &t.arrivals {
-            m[a.rank][a.call] = true;
+            m[a.rank][a.call] = Some(i);
         }
     }
     m
@@ -88,12 +95,13 @@ pub fn matched_calls(ranks: &[RankSummary], timed: &[Timed]) -> Vec<Vec<bool>> {
 fn member_window(
     ranks: &[RankSummary],
     clock: &Clock,
-    matched: &[Vec<bool>],
+    matched: &[Vec<Option<usize>>],
     r: usize,
     c: usize,
 ) -> MemberWindow {
     let calls = &ranks[r].collectives;
-    let first = (0..c).rev().find(|&p| matched[r][p]).map_or(0, |p| p + 1);
+    let prev = (0..c).rev().find(|&p| matched[r][p].is_some());
+    let first = prev.map_or(0, |p| p + 1);
     let start_local = calls[first].lead_in.start_ns;
     let mut parts: Vec<(&'static str, Ns)> = calls[c]
         .lead_in
@@ -122,20 +130,27 @@ fn member_window(
         parts,
         ops,
         from_window_start: start_local <= ranks[r].window.0,
+        after: prev.and_then(|p| matched[r][p]),
     }
 }
 
 /// Splits the last arriver's delay over its peers into the terms above and
 /// returns the largest.
-pub fn blame(ranks: &[RankSummary], clock: &Clock, matched: &[Vec<bool>], t: &Timed) -> Blame {
+pub fn blame(ranks: &[RankSummary], clock: &Clock, matched: &[Vec<Option<usize>>], t: &Timed) -> Blame {
     let windows: Vec<MemberWindow> = t
         .arrivals
         .iter()
         .map(|a| member_window(ranks, clock, matched, a.rank, a.call))
         .collect();
-    let (mine, peers) = windows.split_last().expect("an instance has members");
+    let (mine, all_peers) = windows.split_last().expect("an instance has members");
+    let same: Vec<&MemberWindow> = all_peers.iter().filter(|w| w.after == mine.after).collect();
+    let peers: Vec<&MemberWindow> = if same.is_empty() {
+        all_peers.iter().collect()
+    } else {
+        same
+    };
     let n = peers.len().max(1) as f64;
-    let mean = |f: &dyn Fn(&MemberWindow) -> f64| peers.iter().map(f).sum::<f64>() / n;
+    let mean = |f: &dyn Fn(&MemberWindow) -> f64| peers.iter().map(|w| f(w)).sum::<f64>() / n;
     let mut terms: Vec<(String, f64)> =
         vec![("late_start".into(), mine.start as f64 - mean(&|w| w.start as f64))];
     for (i, &(part, ns)) in mine.parts.iter().enumerate() {
@@ -283,6 +298,7 @@ fn finding(
         total_wait_ns: wait.values().sum(),
         wait_ns: wait,
         est_savings_ns,
+        untraced_ranks: 0,
     }
 }
 
@@ -359,6 +375,7 @@ pub fn consistent_findings(
             total_wait_ns: wait.values().sum(),
             wait_ns: wait,
             est_savings_ns,
+            untraced_ranks: 0,
         });
     }
     out

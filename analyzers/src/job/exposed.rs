@@ -68,5 +68,6 @@ pub fn finding(steps: &[JobStep]) -> Option<JobFinding> {
         wait_ns: BTreeMap::new(),
         total_wait_ns: 0,
         est_savings_ns: saving,
+        untraced_ranks: 0,
     })
 }

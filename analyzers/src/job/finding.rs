@@ -53,6 +53,12 @@ pub struct JobFinding {
     /// What the job's step time would lose if the culprit's delay went
     /// away, by the replay (see `job::replay`), summed over the steps.
     pub est_savings_ns: Ns,
+    /// Ranks of the job with no trace (0 when every rank was traced). When
+    /// some are missing, the culprit is the last of the traced ranks only:
+    /// an untraced one may have arrived later still, so `est_savings_ns`
+    /// is at most what fixing the culprit saves.
+    #[serde(default)]
+    pub untraced_ranks: u64,
 }
 
 /// Orders findings: largest saving first; culprit findings before the

@@ -129,5 +129,6 @@ fn finding(
         total_wait_ns: wait.values().sum(),
         wait_ns: wait,
         est_savings_ns: saving,
+        untraced_ranks: 0,
     }
 }

@@ -207,6 +207,12 @@ pub struct CollectiveReport {
     pub step: Option<u64>,
     /// Its kind.
     pub kind: String,
+    /// Its process group, when the trace names it.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Its sequence number in the process group, when the trace gives it.
+    #[serde(default)]
+    pub seq: Option<u64>,
     /// Its position among the step's collectives of that kind, from 1.
     pub ordinal: u64,
     /// Ranks taking part.
@@ -348,6 +354,7 @@ pub fn analyze_job_timeline(ranks: &[RankSummary], opts: &JobOptions) -> (JobAna
         }
     }
     if !missing_ranks.is_empty() {
+        hedge(&mut findings, ranks.len(), &missing_ranks);
         warnings.push(format!(
             "no trace for rank{} {} of {}; the job is analysed without {}",
             if missing_ranks.len() == 1 { "" } else { "s" },
@@ -364,6 +371,8 @@ pub fn analyze_job_timeline(ranks: &[RankSummary], opts: &JobOptions) -> (JobAna
         .map(|(t, &l)| CollectiveReport {
             step: t.step,
             kind: t.kind.clone(),
+            group: ranks[t.last().rank].collectives[t.last().call].group.clone(),
+            seq: ranks[t.last().rank].collectives[t.last().call].seq,
             ordinal: t.ordinal as u64,
             ranks: t.arrivals.len() as u64,
             first_arrival_ns: t.arrivals[0].start,
@@ -399,6 +408,20 @@ pub fn analyze_job_timeline(ranks: &[RankSummary], opts: &JobOptions) -> (JobAna
         warnings,
     };
     (analysis, JobTimeline { clock, timed, late })
+}
+
+/// A job with untraced ranks: a culprit finding names the last of the
+/// traced ranks, which an untraced one may have followed, so it says so
+/// and its saving is a bound.
+fn hedge(findings: &mut [JobFinding], traced: usize, missing: &[i64]) {
+    for f in findings.iter_mut().filter(|f| f.culprit_rank.is_some()) {
+        f.untraced_ranks = missing.len() as u64;
+        f.title.push_str(&format!(
+            " (only {traced} of the job's {} ranks were traced: an untraced rank may have been later still, so the \
+             saving is at most this)",
+            traced + missing.len()
+        ));
+    }
 }
 
 /// The world size the ranks agree on (the most common one given).
