@@ -381,3 +381,43 @@ fn diff_of_two_jobs() {
         r.stderr
     );
 }
+
+/// Collectives with process groups and sequence numbers (PyTorch 2.5+),
+/// one rank's trace missing one: the JSON says per rank how its calls
+/// were matched and per collective its group and number; the text says it
+/// on the clocks line and in the rank table.
+#[test]
+fn sequence_matching_in_json_and_text() {
+    let tmp = TempDir::new("job-seq");
+    plant_job(
+        tmp.path(),
+        &["--ranks", "3", "--steps", "2", "--seq", "--drop", "1:10:2", "--plant", "2:11:1:4:dataloader"],
+    );
+    let j = gapscope(args(&["analyze", "--format", "json"], &[tmp.path()]))
+        .expect_code(0)
+        .json();
+    let ranks = j["alignment"]["ranks"].as_array().unwrap();
+    let methods: Vec<&str> = ranks.iter().map(|a| a["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["reference", "sequence", "sequence"]);
+    let by_seq: Vec<i64> = ranks.iter().map(|a| a["matched_by_seq"].as_i64().unwrap()).collect();
+    assert_eq!(by_seq, [16, 15, 16]);
+    let c = &j["collectives"][0];
+    assert_eq!(c["group"], "1");
+    assert_eq!(c["kind"], "all_to_all");
+    assert_eq!(c["seq"], 1);
+    let f = &j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "straggler_wait")
+        .unwrap();
+    assert_eq!((f["culprit_rank"].as_i64(), f["step"].as_i64()), (Some(2), Some(11)));
+    assert_eq!(f["untraced_ranks"], 0);
+    let t = gapscope(args(&["analyze"], &[tmp.path()])).expect_code(0).stdout;
+    assert!(
+        t.contains("aligned to rank 0's on 16 collectives (matched by process group and sequence number)"),
+        "{t}"
+    );
+    let row = t.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap();
+    assert!(row.contains(" seq "), "{row}");
+}

@@ -137,4 +137,12 @@ fn sampled_ranks_match_by_time() {
     assert!(r1.offset_ns.unwrap().abs() < 100_000, "{:?}", r1.offset_ns);
     assert!(r1.residual_max_ns.unwrap() <= 200_000, "{:?}", r1.residual_max_ns);
     assert_eq!(j.steps.iter().map(|s| s.step).collect::<Vec<_>>(), [551, 552]);
+    // Rank 1 is the later of the two traced ranks, not necessarily of the
+    // job's 128: every culprit finding says so and bounds its saving.
+    let culprit: Vec<_> = j.findings.iter().filter(|f| f.culprit_rank.is_some()).collect();
+    assert!(!culprit.is_empty());
+    for f in culprit {
+        assert_eq!(f.untraced_ranks, 126, "{}", f.title);
+        assert!(f.title.contains("(only 2 of the job's 128 ranks were traced"), "{}", f.title);
+    }
 }
