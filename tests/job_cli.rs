@@ -391,7 +391,17 @@ fn sequence_matching_in_json_and_text() {
     let tmp = TempDir::new("job-seq");
     plant_job(
         tmp.path(),
-        &["--ranks", "3", "--steps", "2", "--seq", "--drop", "1:10:2", "--plant", "2:11:1:4:dataloader"],
+        &[
+            "--ranks",
+            "3",
+            "--steps",
+            "2",
+            "--seq",
+            "--drop",
+            "1:10:2",
+            "--plant",
+            "2:11:1:4:dataloader",
+        ],
     );
     let j = gapscope(args(&["analyze", "--format", "json"], &[tmp.path()]))
         .expect_code(0)
@@ -399,7 +409,10 @@ fn sequence_matching_in_json_and_text() {
     let ranks = j["alignment"]["ranks"].as_array().unwrap();
     let methods: Vec<&str> = ranks.iter().map(|a| a["method"].as_str().unwrap()).collect();
     assert_eq!(methods, ["reference", "sequence", "sequence"]);
-    let by_seq: Vec<i64> = ranks.iter().map(|a| a["matched_by_seq"].as_i64().unwrap()).collect();
+    let by_seq: Vec<i64> = ranks
+        .iter()
+        .map(|a| a["matched_by_seq"].as_i64().unwrap())
+        .collect();
     assert_eq!(by_seq, [16, 15, 16]);
     let c = &j["collectives"][0];
     assert_eq!(c["group"], "1");
@@ -411,7 +424,10 @@ fn sequence_matching_in_json_and_text() {
         .iter()
         .find(|f| f["id"] == "straggler_wait")
         .unwrap();
-    assert_eq!((f["culprit_rank"].as_i64(), f["step"].as_i64()), (Some(2), Some(11)));
+    assert_eq!(
+        (f["culprit_rank"].as_i64(), f["step"].as_i64()),
+        (Some(2), Some(11))
+    );
     assert_eq!(f["untraced_ranks"], 0);
     let t = gapscope(args(&["analyze"], &[tmp.path()])).expect_code(0).stdout;
     assert!(

@@ -143,6 +143,10 @@ fn sampled_ranks_match_by_time() {
     assert!(!culprit.is_empty());
     for f in culprit {
         assert_eq!(f.untraced_ranks, 126, "{}", f.title);
-        assert!(f.title.contains("(only 2 of the job's 128 ranks were traced"), "{}", f.title);
+        assert!(
+            f.title.contains("(only 2 of the job's 128 ranks were traced"),
+            "{}",
+            f.title
+        );
     }
 }

@@ -163,9 +163,12 @@ impl Arg {
             },
             18 if key == b"Process Group Name" => Arg::Group,
             19 if key == b"Process Group Ranks" => Arg::GroupRanks,
-            25 if key == b"Process Group Description" => Arg::GroupDesc,
             20 if key == b"registers per thread" => Arg::Registers,
-            25 if key == b"est. achieved occupancy %" => Arg::Occupancy,
+            25 => match key {
+                b"Process Group Description" => Arg::GroupDesc,
+                b"est. achieved occupancy %" => Arg::Occupancy,
+                _ => Arg::Other,
+            },
             _ => Arg::Other,
         }
     }
