@@ -325,7 +325,9 @@ fn fill(p: &mut Payload, section: Section, t: &Trace, version: u32) -> Result<()
             io(p.column(&delta(c.sequence.iter().copied())))?;
             io(p.strs(&c.shapes))?;
             io(p.strs(&c.source))?;
-            io(p.collectives(&c.collective))?;
+            if version >= 3 {
+                io(p.collectives(&c.collective))?;
+            }
         }
         Section::Markers => {
             let m = &t.markers;
