@@ -241,6 +241,11 @@ fn job_report_markdown_and_two_jobs() {
     assert!(md.starts_with("# Who held the job back\n"), "{md}");
     assert!(md.contains("step 10: ranks 0, 1, 3 waited 4.0 ms in all_reduce #1 for rank 2, whose GPU computed 4.0 ms longer than its peers'"), "{md}");
     assert_eq!(md.matches("\n| 2 | ").count(), 1, "rank 2's row: {md}");
+    // How each rank's collectives were paired: the planted traces carry no
+    // sequence numbers, so by order against rank 0's clock.
+    assert!(md.contains("| clock offset | matched by | residual |"), "{md}");
+    assert_eq!(md.matches(" | reference | ").count(), 1, "{md}");
+    assert_eq!(md.matches(" | order | ").count(), 3, "{md}");
     let b = tmp.path().join("b");
     std::fs::create_dir_all(&b).unwrap();
     plant_job(&b, &["--ranks", "2", "--steps", "1"]);

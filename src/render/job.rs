@@ -247,7 +247,7 @@ fn ranks(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
                 "-".into()
             },
             a.and_then(|a| a.offset_ns).map_or("not aligned".into(), duration),
-            a.map_or("-".into(), match_label),
+            a.map_or("-".into(), RankAlignment::match_label),
             a.and_then(|a| a.residual_median_ns).map_or("-".into(), duration),
             r.source.clone(),
         ]);
@@ -282,30 +282,12 @@ fn causes(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
     t.write(out, "  ")
 }
 
-/// How a rank's collectives were matched, in a word or two: `seq`
-/// (process group and sequence number), `order`, `time`, `seq+order` when
-/// some groups had sequence numbers and the rest did not, `reference`.
-fn match_label(a: &RankAlignment) -> String {
-    let fallback = match a.method {
-        MatchMethod::Reference => return "reference".into(),
-        MatchMethod::Sequence => return "seq".into(),
-        MatchMethod::None => return "none".into(),
-        MatchMethod::Order => "order",
-        MatchMethod::Time => "time",
-    };
-    if a.matched_by_seq > 0 {
-        format!("seq+{fallback}")
-    } else {
-        fallback.into()
-    }
-}
-
 /// ` (matched by process group and sequence number)`, ` (matched by
 /// order)`, or the ranks per way when they differ; empty for one rank.
 fn matched_by(ranks: &[RankAlignment]) -> String {
     let mut ways: Vec<(String, usize)> = Vec::new();
     for a in ranks.iter().filter(|a| a.method != MatchMethod::Reference) {
-        let way = match match_label(a).as_str() {
+        let way = match a.match_label().as_str() {
             "seq" => "process group and sequence number".to_string(),
             "none" => "nothing (left out)".to_string(),
             "seq+order" => "sequence number and order".to_string(),

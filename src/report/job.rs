@@ -175,6 +175,8 @@ pub struct RankRow {
     pub caused: String,
     /// Clock offset.
     pub offset: String,
+    /// How its collectives were matched (`seq`, `order`, `time`, ...).
+    pub matched_by: String,
     /// Alignment residual (median).
     pub residual: String,
     /// Its trace.
@@ -443,6 +445,7 @@ fn rank_rows(j: &JobAnalysis) -> Vec<RankRow> {
                     "-".into()
                 },
                 offset: a.and_then(|a| a.offset_ns).map_or("not aligned".into(), duration),
+                matched_by: a.map_or("-".into(), |a| a.match_label()),
                 residual: a.and_then(|a| a.residual_median_ns).map_or("-".into(), duration),
                 source: r.source.clone(),
             }

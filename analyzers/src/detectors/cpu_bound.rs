@@ -389,6 +389,7 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
     let (mut op_total, mut launching) = (0i64, 0i64);
     let mut host_only_ops: FxHashSet<OpRow> = FxHashSet::default();
     let mut allocating = 0i64;
+    let mut allocation_name = NameTest::new(t.strings.len(), is_allocation_op);
     let mut by_op: FxHashMap<Option<OpRow>, i64> = FxHashMap::default();
     for &i in pieces {
         let p = &cx.pieces[i];
@@ -409,7 +410,8 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
                 launching += d;
             } else {
                 host_only_ops.insert(op);
-                if is_allocation_op(t.strings.get(ops.name[op.index()])) {
+                let name = ops.name[op.index()];
+                if allocation_name.test(t.strings.get(name), name) {
                     allocating += d;
                 }
             }

@@ -104,6 +104,26 @@ pub struct RankAlignment {
     pub residual_max_ns: Option<Ns>,
 }
 
+impl RankAlignment {
+    /// How its collectives were matched, in a word or two: `seq` (process
+    /// group and sequence number), `order`, `time`, `seq+order` when some
+    /// groups had sequence numbers and the rest did not, `reference`.
+    pub fn match_label(&self) -> String {
+        let fallback = match self.method {
+            MatchMethod::Reference => return "reference".into(),
+            MatchMethod::Sequence => return "seq".into(),
+            MatchMethod::None => return "none".into(),
+            MatchMethod::Order => "order",
+            MatchMethod::Time => "time",
+        };
+        if self.matched_by_seq > 0 {
+            format!("seq+{fallback}")
+        } else {
+            fallback.into()
+        }
+    }
+}
+
 /// The same collective on several ranks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Instance {
