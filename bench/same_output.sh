@@ -31,6 +31,16 @@ fi
 export CARGO_TARGET_DIR=${BENCH_TARGET_DIR:-$HOME/.cache/gapscope-bench-target}
 cargo build --release --quiet --bin gapscope
 cp "$CARGO_TARGET_DIR/release/gapscope" "$WORK/new"
+# Cargo hashes a workspace's own crates by their path inside the workspace,
+# so two checkouts that share a target dir share those crates, and a source
+# file older than another checkout's build counts as built. Comparing REV
+# with its own binary would then pass whatever changed: refuse that.
+if cmp -s "$WORK/ref" "$WORK/new" && ! git diff --quiet "$REV" -- '*.rs' '*Cargo.toml' Cargo.lock; then
+    echo "same_output: the sources differ from $REV but the build is byte-identical to $REV's:" \
+        "cargo reused another checkout's build from a shared target dir;" \
+        "touch the changed sources (or set BENCH_TARGET_DIR) and run again" >&2
+    exit 2
+fi
 
 traces=()
 while IFS= read -r f; do traces+=("$f"); done < <(
