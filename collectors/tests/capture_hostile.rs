@@ -212,6 +212,9 @@ fn damaged_captures_give_one_clear_line() {
         ("string id out of range", edit(b"GPUA", |p| p[GPU_NAME + 3] = 0x7f), "GPU activity name of row 0 is string id 2130706435 but the string table has 4 strings"),
         ("thread out of range", edit(b"RTCL", |p| p[4] = 9), "runtime call thread of row 0 is thread 9 but the thread table has 2 threads"),
         ("unknown enum tag", edit(b"GPUA", |p| p[GPU_KIND] = 9), "GPU activity kind of row 0 has unknown tag 9"),
+        // GPUA ends with the row's occupancy (u32) and collective link (u32).
+        ("occupancy not a percent", edit(b"GPUA", |p| { let at = p.len() - 8; p[at..at + 4].copy_from_slice(&150f32.to_bits().to_le_bytes()) }), "GPU activity occupancy of row 0 is 150, not a percent from 0 to 100"),
+        ("occupancy NaN", edit(b"GPUA", |p| { let at = p.len() - 8; p[at..at + 4].copy_from_slice(&f32::NAN.to_bits().to_le_bytes()) }), "GPU activity occupancy of row 0 is NaN, not a percent"),
         ("unknown marker kind", edit(b"MARK", |p| p[4] = 200), "marker kind of row 0 has unknown tag 200"),
         // The GPU row's collective link (the last column, one row) points
         // past the empty collective table.
@@ -240,7 +243,7 @@ fn damaged_captures_give_one_clear_line() {
     for (case, bytes, want) in &cases {
         expect_err(case, bytes, want);
     }
-    assert_eq!(cases.len(), 36);
+    assert_eq!(cases.len(), 38);
 }
 
 #[test]

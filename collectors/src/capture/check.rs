@@ -44,6 +44,20 @@ pub fn collective_ids(col: &[Option<CollectiveRow>], rows: usize, what: &str) ->
     }
 }
 
+/// Every known occupancy is a percent: finite, 0 to 100.
+pub fn occupancy(col: &[Option<f32>], what: &str) -> Result<(), String> {
+    match col
+        .iter()
+        .position(|v| v.is_some_and(|v| !(0.0..=100.0).contains(&v)))
+    {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what} of row {i} is {}, not a percent from 0 to 100",
+            col[i].unwrap_or_default()
+        )),
+    }
+}
+
 /// Times within ±[`MAX_ABS_TIME`] and no range ending before it starts.
 pub fn times(start: &[i64], end: &[i64], table: &str) -> Result<(), String> {
     for (i, (&s, &e)) in start.iter().zip(end).enumerate() {

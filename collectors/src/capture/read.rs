@@ -513,10 +513,16 @@ fn gpu(
     let registers = c.column::<u32>(n, "GPU activity registers")?;
     let shared_mem = c.column::<u32>(n, "GPU activity shared memory")?;
     // Version 1 files predate the column: their occupancy is unknown.
-    let occupancy = if version >= 2 {
-        c.column::<u32>(n, "GPU activity occupancy")?
+    let occupancy: Vec<Option<f32>> = if version >= 2 {
+        let v: Vec<Option<f32>> = c
+            .column::<u32>(n, "GPU activity occupancy")?
+            .into_iter()
+            .map(occupancy_value)
+            .collect();
+        check::occupancy(&v, "GPU activity occupancy")?;
+        v
     } else {
-        vec![OCCUPANCY_UNKNOWN; n]
+        vec![None; n]
     };
     let collective = c.collectives(n, nc, "GPU activity collective")?;
     for i in 0..n {
@@ -539,7 +545,7 @@ fn gpu(
             block: [block[0][i], block[1][i], block[2][i]],
             registers: registers[i],
             shared_mem: shared_mem[i],
-            occupancy_pct: occupancy_value(occupancy[i]),
+            occupancy_pct: occupancy[i],
             collective: collective[i],
         });
     }

@@ -171,6 +171,7 @@ pub fn validate(t: &Trace) -> Result<(), String> {
         check::str_ids(col, ns, what)?;
     }
     check::collective_ids(&t.gpu.collective, c.len(), "GPU activity collective")?;
+    check::occupancy(&t.gpu.occupancy_pct, "GPU activity occupancy")?;
     check::collective_ids(&t.cpu_ops.collective, c.len(), "CPU op collective")?;
     check::str_ids(&t.gpu.name, ns, "GPU activity name")?;
     check::times(&t.gpu.start, &t.gpu.end, "GPU activity")?;
