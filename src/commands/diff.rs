@@ -191,18 +191,11 @@ fn compare(args: &DiffArgs) -> Result<bool> {
 
 /// The job analysis of one side of a job diff: its inputs must make one job.
 fn one_job(path: &Path, args: &DiffArgs) -> Result<gapscope_analyzers::job::JobAnalysis> {
-    let opts = LoadOptions {
-        analyze: AnalyzeOptions {
-            window: args.window.options(),
-            ..Default::default()
-        },
-        import: gapscope_collectors::kineto::ImportOptions { progress: false },
-        limits: Default::default(),
-        time_text: None,
-        quiet: args.quiet,
-        jobs: 0,
-        with_analysis: false,
+    let analyze = AnalyzeOptions {
+        window: args.window.options(),
+        ..Default::default()
     };
+    let opts = LoadOptions::for_job(analyze, args.quiet, false);
     let mut outs = batch::analyse(&[path.to_path_buf()], &opts)?;
     match (outs.len(), outs.pop()) {
         (1, Some(Analysed::Job(j))) => Ok(j.analysis),

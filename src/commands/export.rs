@@ -4,14 +4,13 @@
 //! `parquet`), or a gapscope capture (`.gst`).
 
 use super::Exit;
-use crate::analysed::{AnalysedJob, Output};
+use crate::analysed::AnalysedJob;
 use crate::cli::export::{ExportArgs, ExportFormat};
 use crate::export::{chrome, perfetto};
 use crate::inputs::batch::{self, LoadOptions};
 use crate::inputs::{self, load};
 use anyhow::{Context, Result};
 use gapscope_analyzers::analysis::AnalyzeOptions;
-use gapscope_analyzers::detectors::Finding;
 use gapscope_analyzers::Session;
 use gapscope_collectors::capture;
 use gapscope_collectors::kineto::ImportOptions;
@@ -51,7 +50,7 @@ pub fn run(args: &ExportArgs) -> Result<Exit> {
     let out = BufWriter::with_capacity(1 << 20, file);
     let (summary, stats) = match args.format {
         ExportFormat::Perfetto => {
-            let findings = finding_spans(session.findings());
+            let findings = perfetto::finding_spans(session.findings());
             let opts = perfetto::Options {
                 compression: (!args.no_compress).then_some(perfetto::DEFAULT_COMPRESSION),
                 ..Default::default()
@@ -202,26 +201,9 @@ fn run_job(args: &ExportArgs) -> Result<()> {
             if args.format == ExportFormat::Chrome { "chrome" } else { "gst" }
         );
     }
-    let opts = LoadOptions {
-        analyze: Default::default(),
-        import: ImportOptions { progress: false },
-        limits: Default::default(),
-        time_text: None,
-        quiet: args.quiet,
-        jobs: 0,
-        with_analysis: true,
-    };
+    let opts = LoadOptions::for_job(Default::default(), args.quiet, true);
     let outs = batch::analyse(&args.traces, &opts)?;
-    let singles = outs.iter().filter(|o| matches!(o, Output::Single(_))).count();
-    let job = match outs.iter().filter_map(|o| match o { Output::Job(j) => Some(j), _ => None }).collect::<Vec<_>>().as_slice() {
-        [one] if singles == 0 => *one,
-        jobs => anyhow::bail!(
-            "{}: these inputs hold {} jobs and {} traces apart; export writes one job: give it one job's traces",
-            args.traces.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
-            jobs.len(),
-            singles
-        ),
-    };
+    let job = batch::one_job(&outs, &args.traces, "export writes one job")?;
     if !args.quiet {
         for w in &job.analysis.warnings {
             inputs::warn(w);
@@ -331,31 +313,6 @@ fn run_parquet_missing() -> Result<()> {
         "--format parquet: this gapscope was built without the `parquet` feature; \
          rebuild with `cargo install --path . --features parquet` (see docs/parquet.md)"
     )
-}
-
-/// The ranked findings, one slice per piece of evidence, on a "Findings"
-/// track under each GPU: `#rank title`, with the finding's id, savings and
-/// hint as args, so the timeline shows where each one happens.
-fn finding_spans(findings: &[Finding]) -> Vec<perfetto::FindingSpan> {
-    let mut spans = Vec::new();
-    for (i, f) in findings.iter().enumerate() {
-        for e in &f.evidence {
-            spans.push(perfetto::FindingSpan {
-                device: f.device,
-                start: e.start_ns,
-                end: e.end_ns.max(e.start_ns),
-                title: format!("#{} {}", i + 1, f.title),
-                track: "Findings",
-                args: vec![
-                    ("finding", f.id.clone()),
-                    ("detector", f.detector.clone()),
-                    ("est_savings_ns", f.est_savings_ns.to_string()),
-                    ("hint", f.hint.clone()),
-                ],
-            });
-        }
-    }
-    spans
 }
 
 /// What `--format gst` wrote, for `--stats-json`.

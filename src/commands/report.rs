@@ -2,7 +2,6 @@
 //! once and writes the page the report views build ([`crate::report`]).
 
 use super::Exit;
-use crate::analysed::Output;
 use crate::cli::report::{ReportArgs, ReportFormat};
 use crate::inputs::batch::{self, LoadOptions};
 use crate::inputs::{self, DEMO_NAME};
@@ -49,36 +48,12 @@ pub fn run(args: &ReportArgs) -> Result<Exit> {
 
 /// `report` of several traces: they must make one job.
 fn run_job(args: &ReportArgs) -> Result<Exit> {
-    let opts = LoadOptions {
-        analyze: AnalyzeOptions {
-            window: args.window.options(),
-            ..AnalyzeOptions::default()
-        },
-        import: ImportOptions { progress: false },
-        limits: Default::default(),
-        time_text: None,
-        quiet: args.quiet,
-        jobs: 0,
-        with_analysis: true,
+    let analyze = AnalyzeOptions {
+        window: args.window.options(),
+        ..AnalyzeOptions::default()
     };
-    let outs = batch::analyse(&args.traces, &opts)?;
-    let singles = outs.iter().filter(|o| matches!(o, Output::Single(_))).count();
-    let jobs: Vec<_> = outs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Job(j) => Some(j),
-            Output::Single(_) => None,
-        })
-        .collect();
-    let job = match jobs.as_slice() {
-        [one] if singles == 0 => *one,
-        _ => bail!(
-            "{}: these inputs hold {} jobs and {} traces apart; report covers one job: give it one job's traces",
-            args.traces.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
-            jobs.len(),
-            singles
-        ),
-    };
+    let outs = batch::analyse(&args.traces, &LoadOptions::for_job(analyze, args.quiet, true))?;
+    let job = batch::one_job(&outs, &args.traces, "report covers one job")?;
     if !args.quiet {
         for w in &job.analysis.warnings {
             inputs::warn(w);

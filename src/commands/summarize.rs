@@ -28,7 +28,6 @@ fn write(args: &SummarizeArgs) -> Result<()> {
     use crate::inputs::batch::{self, LoadOptions};
     use anyhow::{bail, Context};
     use gapscope_analyzers::analysis::AnalyzeOptions;
-    use gapscope_collectors::kineto::ImportOptions;
     use std::io::Write;
     let dir = &args.output;
     if dir.exists() && !dir.is_dir() {
@@ -39,17 +38,13 @@ fn write(args: &SummarizeArgs) -> Result<()> {
     }
     std::fs::create_dir_all(dir)
         .with_context(|| format!("{}: cannot create the output directory", dir.display()))?;
+    let analyze = AnalyzeOptions {
+        window: args.window.options(),
+        ..AnalyzeOptions::default()
+    };
     let opts = LoadOptions {
-        analyze: AnalyzeOptions {
-            window: args.window.options(),
-            ..AnalyzeOptions::default()
-        },
-        import: ImportOptions { progress: false },
-        limits: Default::default(),
-        time_text: None,
-        quiet: args.quiet,
         jobs: args.jobs,
-        with_analysis: false,
+        ..LoadOptions::for_job(analyze, args.quiet, false)
     };
     let files = batch::expand(&args.traces, args.quiet)?;
     if files.is_empty() {

@@ -82,7 +82,11 @@ pub fn write(
                 .filter_map(|(key, v)| Some((*rows.get(&key)?, v)))
                 .collect()
         };
-        let mut spans = finding_spans(s);
+        // The rank's own findings, as in a single trace's export.
+        let mut spans = s
+            .analysis
+            .as_ref()
+            .map_or_else(Vec::new, |a| perfetto::finding_spans(&a.findings));
         let mut span_flows: HashMap<u32, Vec<u64>> = HashMap::new();
         for (span, flow) in plan.waits {
             if let Some(id) = flow {
@@ -183,32 +187,6 @@ fn plan(job: &Job<'_>) -> Vec<RankPlan> {
         }
     }
     plans
-}
-
-/// The rank's own findings, as in a single trace's export.
-fn finding_spans(s: &RankSummary) -> Vec<FindingSpan> {
-    let Some(a) = &s.analysis else {
-        return Vec::new();
-    };
-    let mut spans = Vec::new();
-    for (i, f) in a.findings.iter().enumerate() {
-        for e in &f.evidence {
-            spans.push(FindingSpan {
-                device: f.device,
-                start: e.start_ns,
-                end: e.end_ns.max(e.start_ns),
-                title: format!("#{} {}", i + 1, f.title),
-                track: "Findings",
-                args: vec![
-                    ("finding", f.id.clone()),
-                    ("detector", f.detector.clone()),
-                    ("est_savings_ns", f.est_savings_ns.to_string()),
-                    ("hint", f.hint.clone()),
-                ],
-            });
-        }
-    }
-    spans
 }
 
 /// GPU rows by (stream, start, end): how a summary's call is found again

@@ -43,6 +43,50 @@ pub struct LoadOptions<'a> {
     pub with_analysis: bool,
 }
 
+impl LoadOptions<'_> {
+    /// How `report`, `export`, `summarize` and `diff` read a job: with
+    /// `analyze`'s options, no progress line, no read limits, one trace per
+    /// core.
+    pub fn for_job(analyze: AnalyzeOptions, quiet: bool, with_analysis: bool) -> Self {
+        LoadOptions {
+            analyze,
+            import: ImportOptions { progress: false },
+            limits: ReadLimits::default(),
+            time_text: None,
+            quiet,
+            jobs: 0,
+            with_analysis,
+        }
+    }
+}
+
+/// The one job `outs` hold, or an error naming the `inputs` that says
+/// what they hold instead; `what` is what the command does with one job
+/// (`report covers one job`).
+pub fn one_job<'a>(outs: &'a [Output], inputs: &[PathBuf], what: &str) -> Result<&'a AnalysedJob> {
+    let singles = outs.iter().filter(|o| matches!(o, Output::Single(_))).count();
+    let jobs: Vec<&AnalysedJob> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Job(j) => Some(&**j),
+            Output::Single(_) => None,
+        })
+        .collect();
+    match jobs.as_slice() {
+        [one] if singles == 0 => Ok(one),
+        _ => bail!(
+            "{}: these inputs hold {} jobs and {} traces apart; {what}: give it one job's traces",
+            inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            jobs.len(),
+            singles
+        ),
+    }
+}
+
 /// One input, analysed.
 pub struct Item {
     /// The path as the user gave it (or as listed from a directory).

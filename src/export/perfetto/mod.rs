@@ -14,6 +14,7 @@ pub mod tracks;
 pub mod writer;
 
 use crate::export::idle::idle_gaps;
+use gapscope_analyzers::detectors::Finding;
 use gapscope_analyzers::Session;
 use gapscope_collectors::trace::Ns;
 use lanes::Edge;
@@ -52,8 +53,6 @@ impl Default for Options {
 }
 
 /// A detector finding drawn as a slice on its device's "Findings" track.
-/// This is the hook for the detectors: `gapscope export` passes none until
-/// findings exist.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FindingSpan {
     /// GPU index.
@@ -69,6 +68,31 @@ pub struct FindingSpan {
     pub track: &'static str,
     /// Args shown on the slice (`debug.<name>`): id, savings, hint, ...
     pub args: Vec<(&'static str, String)>,
+}
+
+/// The ranked `findings`, one slice per piece of evidence, on a "Findings"
+/// track under each GPU: `#rank title`, with the finding's id, savings and
+/// hint as args, so the timeline shows where each one happens.
+pub fn finding_spans(findings: &[Finding]) -> Vec<FindingSpan> {
+    let mut spans = Vec::new();
+    for (i, f) in findings.iter().enumerate() {
+        for e in &f.evidence {
+            spans.push(FindingSpan {
+                device: f.device,
+                start: e.start_ns,
+                end: e.end_ns.max(e.start_ns),
+                title: format!("#{} {}", i + 1, f.title),
+                track: "Findings",
+                args: vec![
+                    ("finding", f.id.clone()),
+                    ("detector", f.detector.clone()),
+                    ("est_savings_ns", f.est_savings_ns.to_string()),
+                    ("hint", f.hint.clone()),
+                ],
+            });
+        }
+    }
+    spans
 }
 
 /// One rank of a job, written as its own packet sequence into a file that
