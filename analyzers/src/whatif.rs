@@ -100,14 +100,24 @@ impl Edit {
 /// What a blocking call waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Wait {
-    /// Not a blocking call.
-    No,
     /// The GPU rows it launched itself (a blocking copy).
     Own,
     /// The last rows launched before it on this stream (node stream index).
     Stream(usize),
     /// The last rows launched before it on every stream of the device.
     All,
+}
+
+/// A blocking call of the graph: what it waits for, and how it returns.
+/// Few calls block, so these live in a table of their own that
+/// [`Replay::blocker`] points into, not in columns over every call.
+#[derive(Clone, Copy, Debug)]
+struct Blocker {
+    wait: Wait,
+    /// Recorded return latency after the awaited work.
+    ret: Ns,
+    /// The part of its length that is not waiting.
+    own: Ns,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -153,11 +163,10 @@ pub struct Replay {
     cs: Vec<Ns>,
     ce: Vec<Ns>,
     prev_on_thread: Vec<u32>,
-    wait: Vec<Wait>,
-    /// Per blocking call: recorded return latency after the awaited work.
-    ret: Vec<Ns>,
-    /// Per blocking call: the part of its length that is not waiting.
-    own: Vec<Ns>,
+    /// Per call: its index in `blockers`, [`NO_NODE`] when it does not
+    /// block.
+    blocker: Vec<u32>,
+    blockers: Vec<Blocker>,
     /// GPU nodes call `c` launched: `launched[launched_at[c]..launched_at[c + 1]]`
     /// (one flat list, not a vector per call: a trace has millions of calls).
     launched_at: Vec<u32>,
@@ -170,8 +179,6 @@ pub struct Replay {
     gs: Vec<Ns>,
     ge: Vec<Ns>,
     g_launch: Vec<u32>,
-    /// Recorded start of the row's launch call (its own start without one).
-    g_launch_start: Vec<Ns>,
     g_delay: Vec<Ns>,
     g_prev: Vec<u32>,
     g_stream_lag: Vec<Ns>,
@@ -185,8 +192,12 @@ pub struct Replay {
     /// (thread index, the last call node of the thread), by thread.
     thread_last: Vec<(u32, u32)>,
     baseline: Ns,
-    /// The baseline replay's times.
-    base: State,
+    /// The baseline replay's times when they differ from the recorded ones
+    /// (`None`, the usual case: the lags are measured so that a replay
+    /// without an edit gives back the recording, and a copy of every time
+    /// would double the graph's largest columns); read through
+    /// [`Replay::base`].
+    base: Option<State>,
     /// `base_ge_max[i]`: the latest baseline end of GPU nodes `0..i`.
     base_ge_max: Vec<Ns>,
     /// Buffers holding the baseline's times, reused by [`Replay::savings`].
@@ -308,12 +319,6 @@ impl Replay {
                 fill[c as usize] += 1;
             }
         }
-        let g_launch_start: Vec<Ns> = (0..gpu_row.len())
-            .map(|i| match g_launch[i] {
-                NO_NODE => gs[i],
-                c => cs[c as usize],
-            })
-            .collect();
         let mut g_delay = vec![0; gpu_row.len()];
         let mut g_stream_lag = vec![0; gpu_row.len()];
         for i in 0..gpu_row.len() {
@@ -336,7 +341,8 @@ impl Replay {
         }
 
         // What each blocking call waits for.
-        let mut wait = vec![Wait::No; nc];
+        let mut blocker = vec![NO_NODE; nc];
+        let mut blockers: Vec<Blocker> = Vec::new();
         let sync_records: FxHashMap<u64, i64> = (0..g.len())
             .filter(|&i| g.kind[i] == GpuKind::Sync && g.correlation[i] != 0 && g.stream[i] >= 0)
             .map(|i| (g.correlation[i], g.stream[i]))
@@ -347,11 +353,20 @@ impl Replay {
             };
             let name = trace.strings.get(rt.name[b.call.index()]);
             let launched_any = launched_at[c as usize] < launched_at[c as usize + 1];
-            wait[c as usize] = if is_memcpy_api(name) && launched_any {
+            let wait = if is_memcpy_api(name) && launched_any {
                 Wait::Own
             } else {
                 sync_stream(trace, b.call, &sync_records, &stream_ix).map_or(Wait::All, Wait::Stream)
             };
+            match blocker[c as usize] {
+                NO_NODE => {
+                    blocker[c as usize] = blockers.len() as u32;
+                    blockers.push(Blocker { wait, ret: 0, own: 0 });
+                }
+                // A call listed twice: the later entry decides, as it did
+                // when this was a column over every call.
+                k => blockers[k as usize].wait = wait,
+            }
         }
 
         // At one instant: calls end, then calls start, then GPU rows start
@@ -401,9 +416,8 @@ impl Replay {
             cs,
             ce,
             prev_on_thread,
-            wait,
-            ret: vec![0; nc],
-            own: vec![0; nc],
+            blocker,
+            blockers,
             launched_at,
             launched,
             reach,
@@ -411,7 +425,6 @@ impl Replay {
             gs,
             ge,
             g_launch,
-            g_launch_start,
             g_delay,
             g_prev,
             g_stream_lag,
@@ -422,7 +435,7 @@ impl Replay {
             gpu_pos,
             thread_last,
             baseline: 0,
-            base: State::default(),
+            base: None,
             base_ge_max: Vec::new(),
             pool: Mutex::new(Vec::new()),
         };
@@ -433,7 +446,8 @@ impl Replay {
         let mut st = State::zeros(nc, ng);
         replay.pass(&mut st, 0, &none, Some(&mut awaited));
         for (i, &w) in awaited.iter().enumerate() {
-            if replay.wait[i] == Wait::No {
+            let k = replay.blocker[i];
+            if k == NO_NODE {
                 continue;
             }
             let dur = replay.ce[i] - replay.cs[i];
@@ -441,12 +455,13 @@ impl Replay {
                 // It returned before work it supposedly waits for ended: it
                 // waited on less (one stream of several, an earlier event).
                 // Not knowing on what, keep its recorded length.
-                replay.wait[i] = Wait::No;
+                replay.blocker[i] = NO_NODE;
                 continue;
             }
             let r = replay.ce[i].saturating_sub(w).clamp(0, dur);
-            replay.ret[i] = r;
-            replay.own[i] = if w > replay.cs[i] { r } else { dur };
+            let b = &mut replay.blockers[k as usize];
+            b.ret = r;
+            b.own = if w > replay.cs[i] { r } else { dur };
         }
         drop(awaited);
         // The baseline, from scratch, into the same buffer.
@@ -460,8 +475,17 @@ impl Replay {
             base_ge_max.push(latest);
         }
         replay.base_ge_max = base_ge_max;
-        replay.base = st;
+        let recorded = st.cs == replay.cs && st.ce == replay.ce && st.gs == replay.gs && st.ge == replay.ge;
+        replay.base = (!recorded).then_some(st);
         replay
+    }
+
+    /// The baseline replay's times: the recorded ones unless they differ.
+    fn base(&self) -> (&[Ns], &[Ns], &[Ns], &[Ns]) {
+        match &self.base {
+            Some(b) => (&b.cs, &b.ce, &b.gs, &b.ge),
+            None => (&self.cs, &self.ce, &self.gs, &self.ge),
+        }
     }
 
     /// The makespan with no edit (equal to the recording's, by construction).
@@ -500,18 +524,27 @@ impl Replay {
             .lock()
             .ok()
             .and_then(|mut p| p.pop())
-            .unwrap_or_else(|| self.base.clone());
+            .unwrap_or_else(|| {
+                let (cs, ce, gs, ge) = self.base();
+                State {
+                    cs: cs.to_vec(),
+                    ce: ce.to_vec(),
+                    gs: gs.to_vec(),
+                    ge: ge.to_vec(),
+                }
+            });
         self.pass(&mut st, from, &a, None);
         let gpu_from = self.gpu_pos.partition_point(|&p| (p as usize) < from);
         let makespan = self.makespan(&st, gpu_from, &a);
         // Back to the baseline's times for the next replay.
         let call_from = self.start_pos.partition_point(|&p| (p as usize) < from);
-        st.cs[call_from..].copy_from_slice(&self.base.cs[call_from..]);
-        st.gs[gpu_from..].copy_from_slice(&self.base.gs[gpu_from..]);
-        st.ge[gpu_from..].copy_from_slice(&self.base.ge[gpu_from..]);
+        let (base_cs, base_ce, base_gs, base_ge) = self.base();
+        st.cs[call_from..].copy_from_slice(&base_cs[call_from..]);
+        st.gs[gpu_from..].copy_from_slice(&base_gs[gpu_from..]);
+        st.ge[gpu_from..].copy_from_slice(&base_ge[gpu_from..]);
         for &e in &self.events[from..] {
             if let Ev::CallEnd(c) = e {
-                st.ce[c as usize] = self.base.ce[c as usize];
+                st.ce[c as usize] = base_ce[c as usize];
             }
         }
         if let Ok(mut p) = self.pool.lock() {
@@ -601,19 +634,20 @@ impl Replay {
                 Ev::CallEnd(c) => {
                     let c = c as usize;
                     let dur = self.ce[c] - self.cs[c];
-                    st.ce[c] = match self.wait[c] {
-                        Wait::No => st.cs[c] + dur - self.removed_inside(a, c),
-                        _ if awaited.is_some() => {
+                    let blocker = self.blocker[c];
+                    st.ce[c] = match self.blockers.get(blocker as usize) {
+                        None => st.cs[c] + dur - self.removed_inside(a, c),
+                        Some(_) if awaited.is_some() => {
                             let w = self.awaited(c, st, gpu_done);
                             if let Some(aw) = awaited.as_deref_mut() {
                                 aw[c] = w;
                             }
                             st.cs[c] + dur
                         }
-                        _ if a.no_wait.binary_search(&(c as u32)).is_ok() => st.cs[c] + self.own[c],
-                        _ => {
+                        Some(b) if a.no_wait.binary_search(&(c as u32)).is_ok() => st.cs[c] + b.own,
+                        Some(b) => {
                             let w = self.awaited(c, st, gpu_done);
-                            (st.cs[c] + self.own[c]).max(w.saturating_add(self.ret[c]))
+                            (st.cs[c] + b.own).max(w.saturating_add(b.ret))
                         }
                     };
                 }
@@ -689,11 +723,13 @@ impl Replay {
             s[..pushed]
                 .iter()
                 .rev()
-                .find(|&&g| self.g_launch_start[g as usize] < before)
+                .find(|&&g| self.launch_start(g as usize) < before)
                 .map_or(Ns::MIN, |&g| st.ge[g as usize])
         };
-        match self.wait[c] {
-            Wait::No => Ns::MIN,
+        let Some(b) = self.blockers.get(self.blocker[c] as usize) else {
+            return Ns::MIN;
+        };
+        match b.wait {
             Wait::Own => self.launched[self.launched_at[c] as usize..self.launched_at[c + 1] as usize]
                 .iter()
                 .map(|&g| {
@@ -707,6 +743,15 @@ impl Replay {
                 .unwrap_or(Ns::MIN),
             Wait::Stream(s) => last_before(&self.stream_nodes[s]),
             Wait::All => self.stream_nodes.iter().map(last_before).max().unwrap_or(Ns::MIN),
+        }
+    }
+
+    /// Recorded start of GPU node `g`'s launch call (its own start without
+    /// one).
+    fn launch_start(&self, g: usize) -> Ns {
+        match self.g_launch[g] {
+            NO_NODE => self.gs[g],
+            c => self.cs[c as usize],
         }
     }
 
@@ -873,6 +918,43 @@ fn sync_stream(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The baseline's times are the recorded ones (no copy kept); were
+    /// they not, the copy kept is what replays start from: a savings
+    /// estimate is the same either way when the copy holds the same times,
+    /// and a replay run twice gives the same answer (the pooled buffer is
+    /// put back to the baseline after each use).
+    #[test]
+    fn baseline_copy_only_when_it_differs() {
+        use gapscope_collectors::trace::Sketch;
+        let t = Sketch::new()
+            .step(1, 0, 180)
+            .call(0, 5, "cudaLaunchKernel", 1)
+            .call(10, 105, "cudaStreamSynchronize", 0)
+            .call(120, 125, "cudaLaunchKernel", 2)
+            .kernel(7, 0, 100, 1)
+            .kernel(7, 130, 180, 2)
+            .finish();
+        let ev = DeviceEvidence::new(&t, 0);
+        let mut r = Replay::new(&t, 0, (0, 180), &ev);
+        assert!(r.base.is_none(), "the baseline replay gives back the recording");
+        assert_eq!(r.blockers.len(), 1);
+        let edit = Edit {
+            no_wait: vec![CallRow::new(1)],
+            ..Edit::default()
+        };
+        assert_eq!(r.savings(&edit), 30);
+        assert_eq!(r.savings(&edit), 30);
+        r.base = Some(State {
+            cs: r.cs.clone(),
+            ce: r.ce.clone(),
+            gs: r.gs.clone(),
+            ge: r.ge.clone(),
+        });
+        r.pool.lock().unwrap().clear();
+        assert_eq!(r.savings(&edit), 30);
+        assert_eq!(r.savings(&edit), 30);
+    }
 
     #[test]
     fn cumulative_lengths() {
