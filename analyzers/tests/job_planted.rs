@@ -91,6 +91,15 @@ fn check_plants(j: &JobAnalysis, truth: &Value) {
             f.est_savings_ns
         );
         assert!(within(f.cause_ns, delay, 0.1), "cause {} vs {delay}", f.cause_ns);
+        // What the late rank was doing: the operator (and annotation) the
+        // plant stretched, or for compute the operator that launched the
+        // kernel that grew, named as a lead-in names it.
+        let doing = match (p["operator"].as_str(), p["annotation"].as_str()) {
+            (Some(o), Some(a)) => Some(format!("{o} in {a}")),
+            (o, a) => o.or(a).map(str::to_string),
+        };
+        assert!(doing.is_some(), "the plant records what it stretched: {p}");
+        assert_eq!(f.operator, doing, "{}", f.title);
         // The step table names the same culprit.
         let s = j.steps.iter().find(|s| s.step == step).unwrap();
         assert_eq!(s.most_late_rank, Some(rank));
@@ -312,4 +321,129 @@ fn sequence_numbers_match_across_a_lost_collective() {
     check_offsets(&j, &truth, 0);
     check_plants(&j, &truth);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `work` plants (fixtures/job/plant.py) on `rank` at the first collective
+/// of every step in `steps`, each `ms` long.
+fn work_plants(rank: u32, steps: &[u32], ms: &str) -> Vec<String> {
+    steps
+        .iter()
+        .flat_map(|s| ["--plant".to_string(), format!("{rank}:{s}:1:{ms}:work")])
+        .collect()
+}
+
+fn plant_owned(name: &str, args: &[String]) -> (PathBuf, Value) {
+    plant(name, &args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// Rank 2 is given 2 ms more GPU work in each of the 3 steps (its kernel
+/// runs longer and its CPU waits for it): a `load_imbalance` naming rank 2,
+/// its 2 ms per step over the median rank's compute, in 3 of 3 steps; the
+/// others wait 2 ms per step for it, and balancing the work gives those
+/// 2 ms back in every step.
+#[test]
+fn a_rank_with_more_work_every_step_is_load_imbalance() {
+    let mut args: Vec<String> = ["--ranks", "4", "--steps", "3"].map(String::from).to_vec();
+    args.extend(work_plants(2, &[10, 11, 12], "2"));
+    let (dir, truth) = plant_owned("heavy", &args);
+    let j = analyse(&dir);
+    check_plants(&j, &truth);
+    const EXTRA: i64 = 2_000_000;
+    // The plant shows in the steps' breakdowns: rank 2 computes 2 ms more
+    // than each peer, every step.
+    let mut peer_compute = Vec::new();
+    for s in &j.steps {
+        let heavy = s.ranks.iter().find(|r| r.rank == 2).unwrap().breakdown.compute_ns;
+        for r in s.ranks.iter().filter(|r| r.rank != 2) {
+            assert!(
+                within(heavy - r.breakdown.compute_ns, EXTRA, 0.01),
+                "step {}: rank 2 {heavy}, rank {} {}",
+                s.step,
+                r.rank,
+                r.breakdown.compute_ns
+            );
+            peer_compute.push(r.breakdown.compute_ns);
+        }
+    }
+    let imbalance: Vec<_> = j.findings.iter().filter(|f| f.id == "load_imbalance").collect();
+    assert_eq!(imbalance.len(), 1, "{:#?}", j.findings);
+    let f = imbalance[0];
+    assert_eq!(f.culprit_rank, Some(2));
+    assert_eq!(f.steps, [10, 11, 12]);
+    assert_eq!(f.cause.as_deref(), Some("compute"));
+    assert!(within(f.cause_ns, 3 * EXTRA, 0.01), "{}", f.cause_ns);
+    assert!(within(f.est_savings_ns, 3 * EXTRA, 0.01), "{}", f.est_savings_ns);
+    assert_eq!(f.wait_ns.keys().copied().collect::<Vec<_>>(), [0, 1, 3]);
+    for (r, &w) in &f.wait_ns {
+        assert!(within(w, 3 * EXTRA, 0.01), "rank {r} waited {w}");
+    }
+    assert!(within(f.total_wait_ns, 9 * EXTRA, 0.01), "{}", f.total_wait_ns);
+    // The share is of the median rank's compute: a peer's.
+    let median = peer_compute[0];
+    assert!(peer_compute.iter().all(|&c| c == median), "{peer_compute:?}");
+    let share = (EXTRA as f64 * 100.0 / median as f64).round();
+    assert_eq!(
+        f.title,
+        format!("rank 2 computes 2.0 ms more per step than the median rank ({share}% more), in 3 of 3 steps")
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Near misses of `load_imbalance`, each next to its hit: a rank late in
+/// every step for its DataLoader (it holds the others back but computes
+/// what they compute), a rank with 2 ms more work in one step of three,
+/// and a rank with 90 µs more work in every step (5 % of its peers'
+/// 1 ms of compute, but under the rule's 100 µs floor), where 110 µs is a
+/// finding.
+#[test]
+fn load_imbalance_near_misses() {
+    let no_imbalance = |j: &JobAnalysis| {
+        let f: Vec<_> = j.findings.iter().filter(|f| f.id == "load_imbalance").collect();
+        assert!(f.is_empty(), "{f:#?}");
+    };
+    let steps = ["--ranks", "4", "--steps", "3"].map(String::from).to_vec();
+
+    let mut args = steps.clone();
+    for s in [10, 11, 12] {
+        args.extend(["--plant".into(), format!("1:{s}:1:3:dataloader")]);
+    }
+    let (dir, truth) = plant_owned("late-not-heavy", &args);
+    let j = analyse(&dir);
+    check_plants(&j, &truth);
+    no_imbalance(&j);
+    let _ = std::fs::remove_dir_all(dir);
+
+    let mut args = steps.clone();
+    args.extend(work_plants(2, &[11], "2"));
+    let (dir, truth) = plant_owned("heavy-once", &args);
+    let j = analyse(&dir);
+    check_plants(&j, &truth);
+    no_imbalance(&j);
+    let _ = std::fs::remove_dir_all(dir);
+
+    for (us, found) in [("0.09", false), ("0.11", true)] {
+        let mut args = steps.clone();
+        args.extend(work_plants(2, &[10, 11, 12], us));
+        let (dir, truth) = plant_owned(&format!("heavy-{us}"), &args);
+        let j = analyse(&dir);
+        // Late by 90 µs at one collective a step: a straggler all the same.
+        check_plants(&j, &truth);
+        if found {
+            let f = j
+                .findings
+                .iter()
+                .find(|f| f.id == "load_imbalance")
+                .expect("110 µs a step");
+            assert_eq!((f.culprit_rank, &f.steps[..]), (Some(2), &[10, 11, 12][..]));
+            assert!(within(f.cause_ns, 3 * 110_000, 0.01), "{}", f.cause_ns);
+            assert!(
+                within(f.est_savings_ns, 3 * 110_000, 0.01),
+                "{}",
+                f.est_savings_ns
+            );
+        } else {
+            no_imbalance(&j);
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
