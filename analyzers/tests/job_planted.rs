@@ -447,3 +447,135 @@ fn load_imbalance_near_misses() {
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+
+/// Rank 1's DataLoader takes 20 ms longer in each of the 3 steps, before
+/// the first all-to-all; the other 3 ranks wait 20 ms there, each step.
+/// Against the same job without the plant (the control):
+///
+/// - every waiting rank's wait is 60 ms, rank 1's 0, and its share is 60 ms
+///   over its steps' time (truth's `step_ns`);
+/// - the wait is all exposed: in DLRM's rank 0, no compute kernel runs
+///   when a collective kernel starts, so none hides the planted wait at
+///   its start; the transfer (and its exposed part) is the control's;
+/// - the top cause is waiting for rank 1's DataLoader, 180 ms; the GPU
+///   idle by cause is the control's plus rank 1's 60 ms of DataLoader idle;
+///   every wait has a culprit (no `no_culprit`).
+#[test]
+fn summary_wait_share_top_causes_and_the_wait_transfer_split() {
+    const LATE: i64 = 20_000_000;
+    let mut args: Vec<String> = ["--ranks", "4", "--steps", "3"].map(String::from).to_vec();
+    let (dir, _) = plant_owned("control", &args);
+    let control = analyse(&dir);
+    let _ = std::fs::remove_dir_all(dir);
+    for s in [10, 11, 12] {
+        args.extend(["--plant".into(), format!("1:{s}:1:20:dataloader")]);
+    }
+    let (dir, truth) = plant_owned("summary", &args);
+    let j = analyse(&dir);
+    check_plants(&j, &truth);
+    let _ = std::fs::remove_dir_all(dir);
+
+    let step_time = |r: i64| -> i64 {
+        truth["step_ns"][r.to_string()]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_i64().unwrap())
+            .sum()
+    };
+    let all_time: i64 = (0..4).map(step_time).sum();
+    let close = |got: f64, want: f64| (got - want).abs() <= 0.01 * want;
+    let s = &j.summary;
+    assert_eq!(s.wait_ns.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3]);
+    for (&r, &w) in &s.wait_ns {
+        let want = if r == 1 { 0 } else { 3 * LATE };
+        assert!(within(w, want, 0.01), "rank {r} waited {w}");
+        assert!(
+            close(s.wait_share[&r], want as f64 / step_time(r) as f64),
+            "rank {r}: share {} of {} ns",
+            s.wait_share[&r],
+            step_time(r)
+        );
+    }
+    assert_eq!(s.wait_share[&1], 0.0);
+    assert!(within(s.total_wait_ns, 9 * LATE, 0.01), "{}", s.total_wait_ns);
+    assert_eq!(s.wait_by_cause_ns.keys().collect::<Vec<_>>(), ["dataloader"]);
+
+    // Per rank and per step: the wait, all exposed; the transfer as without
+    // the plant.
+    for (r, c) in j.ranks.iter().zip(&control.ranks) {
+        let want = if r.rank == 1 { 0 } else { 3 * LATE };
+        assert!(within(r.wait_ns, want, 0.01), "rank {}: {}", r.rank, r.wait_ns);
+        assert_eq!(r.exposed_wait_ns, r.wait_ns, "rank {}", r.rank);
+        assert_eq!(c.wait_ns, 0, "the control's ranks arrive together");
+        assert_eq!(
+            (r.transfer_ns, r.exposed_transfer_ns),
+            (c.transfer_ns, c.exposed_transfer_ns),
+            "rank {}",
+            r.rank
+        );
+        assert!(
+            r.exposed_transfer_ns < r.transfer_ns,
+            "DLRM hides some of its transfers"
+        );
+    }
+    for (st, cs) in j.steps.iter().zip(&control.steps) {
+        for (r, c) in st.ranks.iter().zip(&cs.ranks) {
+            let want = if r.rank == 1 { 0 } else { LATE };
+            assert!(within(r.wait_ns, want, 0.01), "step {} rank {}", st.step, r.rank);
+            assert_eq!(r.exposed_wait_ns, r.wait_ns);
+            assert_eq!(
+                (r.transfer_ns, r.exposed_transfer_ns),
+                (c.transfer_ns, c.exposed_transfer_ns)
+            );
+        }
+    }
+
+    // Top causes: the wait for rank 1's DataLoader first, then its idle.
+    let top = &s.top_causes;
+    assert_eq!(
+        (top[0].kind.as_str(), top[0].cause.as_str()),
+        ("wait", "dataloader"),
+        "{top:#?}"
+    );
+    assert!(within(top[0].ns, 9 * LATE, 0.01), "{}", top[0].ns);
+    assert!(
+        close(top[0].share, 9.0 * LATE as f64 / all_time as f64),
+        "{}",
+        top[0].share
+    );
+    assert!(top.windows(2).all(|w| w[0].ns >= w[1].ns), "most first: {top:#?}");
+    assert!(!top.iter().any(|c| c.cause == "no_culprit"), "{top:#?}");
+    let idle = |a: &JobAnalysis, cause: &str| {
+        a.summary
+            .top_causes
+            .iter()
+            .find(|c| c.kind == "idle" && c.cause == cause)
+            .map_or(0, |c| c.ns)
+    };
+    assert!(
+        within(
+            idle(&j, "dataloader") - idle(&control, "dataloader"),
+            3 * LATE,
+            0.01
+        ),
+        "{} vs {}",
+        idle(&j, "dataloader"),
+        idle(&control, "dataloader")
+    );
+    for c in top.iter().filter(|c| c.kind == "idle") {
+        assert!(close(c.share, c.ns as f64 / all_time as f64), "{c:?}");
+        if c.cause != "dataloader" {
+            assert_eq!(c.ns, idle(&control, &c.cause), "{c:?}");
+        }
+    }
+    assert_eq!(
+        top.iter().filter(|c| c.kind == "idle").count(),
+        control
+            .summary
+            .top_causes
+            .iter()
+            .filter(|c| c.kind == "idle")
+            .count()
+    );
+}
