@@ -1,11 +1,15 @@
 //! The job analysis on small drawn jobs: every number below can be read
 //! off the drawing.
 
+use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::{Cause, CauseTotals};
 use gapscope_analyzers::job::align::{align, MatchMethod};
 use gapscope_analyzers::job::summary::{CollectiveCall, LeadIn, RankStep, SUMMARY_VERSION};
-use gapscope_analyzers::job::{analyze_job, JobOptions, RankSummary};
+use gapscope_analyzers::job::{
+    analyze_job, summarize_rank, JobAnalysis, JobFinding, JobOptions, RankSummary,
+};
+use gapscope_collectors::trace::Sketch;
 
 /// A call: kind, start, end, lead-in start, and the lead-in's parts as
 /// (compute, dataloader idle, cpu_op idle).
@@ -286,4 +290,217 @@ fn groups_interleaved_differently_match_by_sequence_not_by_order() {
     assert_eq!(h.ranks[1].method, MatchMethod::Order);
     assert_eq!((h.ranks[1].matched, h.ranks[1].matched_by_seq), (4, 2));
     assert_eq!(h.ranks[1].residual_max_ns, Some(0));
+}
+
+/// A rank drawn as a trace (µs), summarised as a rank of a job: steps of
+/// `step` µs, its clock reading `clock` µs more than the job's. In step
+/// n (from 1, at b = clock + (n - 1) * step): a compute kernel on stream 7
+/// over `compute`, the all-reduce on stream 9 over `all_reduce`, and
+/// compute kernels on stream 8 over `hidden`, each shifted by b.
+fn drawn(rank: i64, clock: i64, steps: i64, step: i64, parts: &Parts) -> RankSummary {
+    let mut s = Sketch::in_units(1_000);
+    for n in 1..=steps {
+        let b = clock + (n - 1) * step;
+        s.step(n as u64, b, b + step)
+            .kernel(7, b + parts.compute.0, b + parts.compute.1, 0)
+            .nccl(9, b + parts.all_reduce.0, b + parts.all_reduce.1);
+        for &(x, y) in &parts.hidden {
+            s.kernel(8, b + x, b + y, 0);
+        }
+    }
+    summarize_rank(&s.finish(), &AnalyzeOptions::default(), Some(rank))
+}
+
+struct Parts {
+    compute: (i64, i64),
+    all_reduce: (i64, i64),
+    hidden: Vec<(i64, i64)>,
+}
+
+const US: i64 = 1_000;
+
+/// ```text
+/// µs         0        500 520 540 600  700 760   900  1000
+/// rank 0     [compute..]                                 |   stream 7
+///                      [all_reduce.....................]     stream 9
+///                          [c.]          [c...]              stream 8
+/// rank 1     [compute.........]                          |
+///                             [all_reduce..............]
+/// ```
+/// Rank 0 arrives at 500, rank 1 at 600; both end at 900 (rank 1's clock
+/// reads 3 ms more). Rank 0 waits 100 µs, of which compute hides 20, and
+/// transfers 300, of which compute hides 60: exposed wait 80, exposed
+/// transfer 240. Rank 1 waits nothing and transfers 300, none hidden.
+/// The median rank's exposed transfer (mean of 240 and 300: 270 µs) is
+/// 27 % of the 1000 µs step: an `exposed_communication` finding whose
+/// saving is that, bounded by the median compute (580 and 600: 590 µs).
+#[test]
+fn wait_and_transfer_split_into_exposed_and_hidden() {
+    let ranks = vec![
+        drawn(
+            0,
+            0,
+            1,
+            1000,
+            &Parts {
+                compute: (0, 500),
+                all_reduce: (500, 900),
+                hidden: vec![(520, 540), (700, 760)],
+            },
+        ),
+        drawn(
+            1,
+            3_000,
+            1,
+            1000,
+            &Parts {
+                compute: (0, 600),
+                all_reduce: (600, 900),
+                hidden: vec![],
+            },
+        ),
+    ];
+    assert_eq!(
+        ranks[0].collectives[0].compute_overlap,
+        [(520 * US, 540 * US), (700 * US, 760 * US)]
+    );
+    assert_eq!(ranks[1].collectives[0].start_ns, 3_600 * US);
+    let j = analyze_job(&ranks, &JobOptions::default());
+    assert_eq!(j.alignment.ranks[1].offset_ns, Some(-3_000_000));
+    let split = |r: usize| {
+        let x = &j.ranks[r];
+        (x.wait_ns, x.exposed_wait_ns, x.transfer_ns, x.exposed_transfer_ns)
+    };
+    assert_eq!(split(0), (100 * US, 80 * US, 300 * US, 240 * US));
+    assert_eq!(split(1), (0, 0, 300 * US, 300 * US));
+    let step: Vec<_> = j.steps[0]
+        .ranks
+        .iter()
+        .map(|x| {
+            (
+                x.rank,
+                x.wait_ns,
+                x.exposed_wait_ns,
+                x.transfer_ns,
+                x.exposed_transfer_ns,
+            )
+        })
+        .collect();
+    assert_eq!(
+        step,
+        [
+            (0, 100 * US, 80 * US, 300 * US, 240 * US),
+            (1, 0, 0, 300 * US, 300 * US)
+        ]
+    );
+    assert_eq!(j.steps[0].span_ns, 1000 * US);
+    let f = exposed(&j).expect("270 µs of 1000");
+    assert_eq!((f.cause_ns, f.est_savings_ns), (270 * US, 270 * US));
+    assert_eq!(
+        f.title,
+        "collective transfers that no compute hides take 270 µs per step on the median rank (27% of the job's step)"
+    );
+    // Rank 1 arrived 100 µs late: its compute, 100 µs more than rank 0's
+    // before the all-reduce.
+    let s = j.findings.iter().find(|f| f.id == "straggler_wait").unwrap();
+    assert_eq!((s.culprit_rank, s.cause.as_deref()), (Some(1), Some("compute")));
+    assert_eq!(
+        s.wait_ns.iter().map(|(&r, &w)| (r, w)).collect::<Vec<_>>(),
+        [(0, 100 * US)]
+    );
+}
+
+fn exposed(j: &JobAnalysis) -> Option<&JobFinding> {
+    let mut f = j.findings.iter().filter(|f| f.id == "exposed_communication");
+    let first = f.next();
+    assert!(f.next().is_none(), "one exposed_communication per job");
+    first
+}
+
+/// Three ranks, two steps of `step` µs, all arriving at the all-reduce
+/// together at 600 (no wait); it runs to 900, and compute on stream 8
+/// hides all of the transfer but the last `exposed[r]` µs on rank r.
+fn exposed_job(exposed: [i64; 3], step: i64) -> JobAnalysis {
+    let ranks: Vec<RankSummary> = exposed
+        .iter()
+        .enumerate()
+        .map(|(r, &x)| {
+            let hidden = if x < 300 { vec![(600, 900 - x)] } else { vec![] };
+            drawn(
+                r as i64,
+                r as i64 * 1_000,
+                2,
+                step,
+                &Parts {
+                    compute: (0, 600),
+                    all_reduce: (600, 900),
+                    hidden,
+                },
+            )
+        })
+        .collect();
+    analyze_job(&ranks, &JobOptions::default())
+}
+
+/// ```text
+/// µs        0          600         900   1000
+/// rank 0    [compute....][all_reduce..]     |      exposed 300
+/// rank 1    [compute....][all_reduce..]     |
+///                        [c.......]                exposed 200
+/// rank 2    [compute....][all_reduce..]     |
+///                        [c...........]            exposed 0
+/// ```
+/// The median rank exposes 200 µs per step, 20 % of the 1000 µs step:
+/// 400 µs over the 2 steps, all of it could hide behind the median
+/// rank's 700 µs of compute per step.
+#[test]
+fn exposed_communication_on_the_median_rank() {
+    let j = exposed_job([300, 200, 0], 1000);
+    let per_rank: Vec<_> = j
+        .ranks
+        .iter()
+        .map(|r| (r.transfer_ns, r.exposed_transfer_ns))
+        .collect();
+    assert_eq!(
+        per_rank,
+        [(600 * US, 600 * US), (600 * US, 400 * US), (600 * US, 0)]
+    );
+    assert!(j.ranks.iter().all(|r| (r.wait_ns, r.exposed_wait_ns) == (0, 0)));
+    for s in &j.steps {
+        assert_eq!(s.span_ns, 1000 * US);
+        let compute: Vec<i64> = s.ranks.iter().map(|r| r.breakdown.compute_ns).collect();
+        assert_eq!(compute, [600 * US, 700 * US, 900 * US]);
+    }
+    let f = exposed(&j).expect("200 µs of 1000 per step");
+    assert_eq!(f.steps, [1, 2]);
+    assert_eq!((f.cause_ns, f.est_savings_ns), (400 * US, 400 * US));
+    assert_eq!(f.cause.as_deref(), Some("communication"));
+    assert_eq!(f.culprit_rank, None);
+    assert_eq!(
+        f.title,
+        "collective transfers that no compute hides take 200 µs per step on the median rank (20% of the job's step)"
+    );
+}
+
+/// Overlapped and near misses: one rank exposes 300 µs but the median rank
+/// none; 90 µs per step exposed everywhere (9 % of the step, under the
+/// 100 µs floor) where 110 µs is a finding; 150 µs in a 4 ms step (3.75 %,
+/// under 5 %) where a 2 ms step (7.5 %) is one.
+#[test]
+fn exposed_communication_near_misses() {
+    assert!(exposed(&exposed_job([300, 0, 0], 1000)).is_none());
+    assert!(exposed(&exposed_job([90, 90, 90], 1000)).is_none());
+    let j = exposed_job([110, 110, 110], 1000);
+    let f = exposed(&j).expect("110 µs");
+    assert_eq!((f.cause_ns, f.est_savings_ns), (220 * US, 220 * US));
+    assert!(exposed(&exposed_job([150, 150, 150], 4000)).is_none());
+    let j = exposed_job([150, 150, 150], 2000);
+    let f = exposed(&j).expect("7.5 %");
+    assert_eq!(f.cause_ns, 300 * US);
+    assert!(
+        f.title
+            .ends_with("take 150 µs per step on the median rank (8% of the job's step)"),
+        "{}",
+        f.title
+    );
 }
