@@ -162,6 +162,37 @@ fn three_causes_in_three_steps() {
     // The largest delay saves the most and is listed first.
     assert_eq!(j.findings[0].culprit_rank, Some(3));
     assert!(j.findings[0].title.starts_with("step 11: ranks 0-2, 4-7 waited 12.0 ms in all_to_all #1 for rank 3, whose DataLoader took 12.0 ms longer"), "{}", j.findings[0].title);
+    // What each late rank was doing, by name (check_plants compares them
+    // with what plant.py stretched): rank 3 in its DataLoader, rank 5's
+    // GPU in the kernels `aten::mm` launched, rank 6's CPU in `aten::exp_`
+    // inside DDP's forward.
+    let culprit = |rank: i64| {
+        j.findings
+            .iter()
+            .find(|f| f.id == "straggler_wait" && f.culprit_rank == Some(rank))
+            .unwrap()
+    };
+    assert_eq!(
+        culprit(3).operator.as_deref(),
+        Some("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+    );
+    assert_eq!(culprit(5).operator.as_deref(), Some("aten::mm"));
+    assert!(
+        culprit(5).hint.contains("does more work (`aten::mm`)"),
+        "{}",
+        culprit(5).hint
+    );
+    assert_eq!(
+        culprit(6).operator.as_deref(),
+        Some("aten::exp_ in DistributedDataParallel.forward")
+    );
+    assert!(
+        culprit(6)
+            .title
+            .ends_with("(most in `aten::exp_ in DistributedDataParallel.forward`)"),
+        "{}",
+        culprit(6).title
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
