@@ -9,6 +9,7 @@
 use crate::bounds::Bounds;
 use crate::breakdown::Breakdown;
 use crate::causes::CauseTotals;
+use crate::counters::Counters;
 use crate::detectors::Finding;
 use crate::gpu_metrics::GpuMetrics;
 use crate::idle::{TopGap, TopIdleOperator};
@@ -139,6 +140,10 @@ pub struct DeviceReport {
     /// breakdown's busy time is made of.
     #[serde(default)]
     pub busy_spans_ns: Vec<Span>,
+    /// Utilization and launch queue binned over the window, and the launch
+    /// queue's whole-window mean and max ([`crate::counters`]).
+    #[serde(default)]
+    pub counters: Counters,
 }
 
 /// One selected step.

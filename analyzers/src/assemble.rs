@@ -123,6 +123,7 @@ fn device_reports(
                 tensor_core_share: tensor_core_share(selected, d.device),
                 gpu_metrics: gpu_metrics(selected, d.device, win.span, &d.kernels),
                 busy_spans_ns: clip(&d.busy, win.span),
+                counters: session.counters(d.device).unwrap_or_default(),
             }
         })
         .collect()

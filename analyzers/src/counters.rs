@@ -1,7 +1,9 @@
 //! Counter series of a device, as timelines draw them: busy percentage in
 //! fixed bins, and the launch queue (work launched but not started).
 //! Samples are step functions (a value holds until the next sample), so
-//! repeats are dropped.
+//! repeats are dropped. [`window_counters`] bins both over the analysed
+//! window into the compact [`Counters`] of the JSON (docs/analysis.md,
+//! "Counters").
 //!
 //! ```text
 //! launch calls   [L1]   [L2]
@@ -10,7 +12,122 @@
 //! ```
 
 use crate::intervals::Span;
-use gapscope_collectors::trace::Trace;
+use gapscope_collectors::trace::{Ns, Trace};
+use serde::{Deserialize, Serialize};
+
+/// The narrowest bin [`window_counters`] uses: 1 ms, as the Perfetto
+/// export's utilization counter.
+pub const MIN_BIN_NS: Ns = 1_000_000;
+
+/// At most this many bins over a window: [`counter_bin`] widens the bin
+/// beyond [`MIN_BIN_NS`] to keep the JSON small on long traces.
+pub const MAX_BINS: i64 = 2_000;
+
+/// A device's counters over the analysed window, in fixed bins: the
+/// utilization and the launch queue, plus the launch queue's whole-window
+/// summary. Bin `i` is `[start_ns + i·bin_ns, start_ns + (i+1)·bin_ns)`,
+/// the last one cut at the window's end; each bin's numbers are over the
+/// part of it inside the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Start of the first bin: the window's start, ns since the origin.
+    pub start_ns: Ns,
+    /// Bin length, ns ([`counter_bin`]).
+    pub bin_ns: Ns,
+    /// Per bin: busy time (kernels, copies, memsets) over the bin, percent
+    /// (0 to 100).
+    pub utilization_pct: Vec<f64>,
+    /// Per bin: the launch queue's time-weighted mean.
+    pub launch_queue_mean: Vec<f64>,
+    /// Per bin: the launch queue's largest value.
+    pub launch_queue_max: Vec<u64>,
+    /// The launch queue's time-weighted mean over the whole window.
+    pub launch_queue_window_mean: f64,
+    /// The launch queue's largest value in the window.
+    pub launch_queue_window_max: u64,
+}
+
+/// The bin for a window of `window_ns`: [`MIN_BIN_NS`], widened to the
+/// smallest 1, 2 or 5 × 10ⁿ ms that makes at most [`MAX_BINS`] bins.
+pub fn counter_bin(window_ns: Ns) -> Ns {
+    let mut decade = MIN_BIN_NS;
+    loop {
+        for m in [1, 2, 5] {
+            let bin = decade * m;
+            if bins_of(window_ns, bin) <= MAX_BINS {
+                return bin;
+            }
+        }
+        decade *= 10;
+    }
+}
+
+/// How many `bin`-ns bins cover `len` ns (0 for an empty length).
+fn bins_of(len: Ns, bin: Ns) -> i64 {
+    if len > 0 {
+        (len + bin - 1) / bin
+    } else {
+        0
+    }
+}
+
+/// Bins `busy` (sorted, disjoint spans) and `queue` (a step series as
+/// [`launch_queue`] gives it) over `window` in bins of `bin` ns from the
+/// window's start. One pass over each, plus one step per bin: O(spans +
+/// samples + bins). An empty window gives no bins and zero summaries.
+pub fn window_counters(busy: &[Span], queue: &[(Ns, f64)], window: Span, bin: Ns) -> Counters {
+    let (ws, we) = window;
+    let bin = bin.max(1);
+    let bins = bins_of(we - ws, bin) as usize;
+    let mut c = Counters {
+        start_ns: ws,
+        bin_ns: bin,
+        utilization_pct: Vec::with_capacity(bins),
+        launch_queue_mean: Vec::with_capacity(bins),
+        launch_queue_max: Vec::with_capacity(bins),
+        ..Default::default()
+    };
+    let mut k = busy.partition_point(|s| s.1 <= ws);
+    // The queue's value before the bin, and the next sample to read.
+    let mut q = queue.partition_point(|s| s.0 < ws);
+    let mut value = if q > 0 { queue[q - 1].1 as u64 } else { 0 };
+    let mut total: i128 = 0;
+    for i in 0..bins {
+        let b = ws + i as Ns * bin;
+        let e = (b + bin).min(we);
+        let mut busy_ns = 0;
+        while k < busy.len() && busy[k].0 < e {
+            busy_ns += busy[k].1.min(e) - busy[k].0.max(b);
+            if busy[k].1 > e {
+                break; // runs on into the next bin
+            }
+            k += 1;
+        }
+        // A sample at the bin's start sets the value the bin starts with.
+        while q < queue.len() && queue[q].0 <= b {
+            value = queue[q].1 as u64;
+            q += 1;
+        }
+        let (mut area, mut max, mut t) = (0i128, value, b);
+        while q < queue.len() && queue[q].0 < e {
+            area += value as i128 * (queue[q].0 - t) as i128;
+            t = queue[q].0;
+            value = queue[q].1 as u64;
+            max = max.max(value);
+            q += 1;
+        }
+        area += value as i128 * (e - t) as i128;
+        total += area;
+        c.utilization_pct.push(100.0 * busy_ns as f64 / (e - b) as f64);
+        c.launch_queue_mean.push(area as f64 / (e - b) as f64);
+        c.launch_queue_max.push(max);
+        c.launch_queue_window_max = c.launch_queue_window_max.max(max);
+    }
+    if bins > 0 {
+        c.launch_queue_window_mean = total as f64 / (we - ws) as f64;
+    }
+    c
+}
 
 /// Busy percentage of each `bin`-ns bin from the bin holding the first busy
 /// span to the end of the last, with a closing 0 sample. `busy` is sorted and
@@ -88,5 +205,39 @@ mod tests {
         let u = utilization(&[(5, 10), (10, 30)], 10);
         // (5,10) and (10,30) are touching but given as separate spans.
         assert_eq!(u, vec![(0, 50.0), (10, 100.0), (30, 0.0)]);
+    }
+
+    #[test]
+    fn the_bin_widens_in_1_2_5_steps_to_at_most_max_bins() {
+        let ms = MIN_BIN_NS;
+        assert_eq!(counter_bin(0), ms);
+        assert_eq!(counter_bin(2_000 * ms), ms);
+        assert_eq!(counter_bin(2_000 * ms + 1), 2 * ms);
+        assert_eq!(counter_bin(4_000 * ms), 2 * ms);
+        assert_eq!(counter_bin(4_001 * ms), 5 * ms);
+        assert_eq!(counter_bin(10_001 * ms), 10 * ms);
+        assert_eq!(counter_bin(3_600_000 * ms), 2_000 * ms);
+    }
+
+    #[test]
+    fn window_counters_bin_busy_time_and_the_queue() {
+        // window [5, 40), bins of 10 from 5: [5,15) [15,25) [25,35) [35,40)
+        // busy     [2.....12)   [20..........38)
+        // queue    0 @0, 2 @8, 1 @12, 0 @20, 3 @30, 0 @36
+        let busy = [(2, 12), (20, 38)];
+        let queue = [(8, 2.0), (12, 1.0), (20, 0.0), (30, 3.0), (36, 0.0)];
+        let c = window_counters(&busy, &queue, (5, 40), 10);
+        assert_eq!(c.start_ns, 5);
+        assert_eq!(c.bin_ns, 10);
+        assert_eq!(c.utilization_pct, vec![70.0, 50.0, 100.0, 60.0]);
+        // [5,15): 0×3 + 2×4 + 1×3 = 11; [15,25): 1×5 + 0×5 = 5;
+        // [25,35): 0×5 + 3×5 = 15; [35,40): 3×1 + 0×4 = 3
+        assert_eq!(c.launch_queue_mean, vec![1.1, 0.5, 1.5, 0.6]);
+        assert_eq!(c.launch_queue_max, vec![2, 1, 3, 3]);
+        assert_eq!(c.launch_queue_window_max, 3);
+        assert_eq!(c.launch_queue_window_mean, 34.0 / 35.0);
+        let none = window_counters(&busy, &queue, (7, 7), 10);
+        assert!(none.utilization_pct.is_empty());
+        assert_eq!(none.launch_queue_window_mean, 0.0);
     }
 }

@@ -40,7 +40,8 @@
 //!   source;
 //! - [`Session::strip`], [`Session::utilization`],
 //!   [`Session::launch_queue`]: the binned and counter series timelines
-//!   draw.
+//!   draw; [`Session::counters`]: both binned over the window, as the JSON
+//!   holds them.
 //!
 //! ```
 //! use gapscope_analyzers::analysis::AnalyzeOptions;
@@ -70,7 +71,7 @@ use crate::analysis::{Analysis, AnalyzeOptions};
 use crate::attribution::OpContext;
 use crate::breakdown::{timelines_with, DeviceTimeline};
 use crate::collectives::communication_rows;
-use crate::counters;
+use crate::counters::{self, Counters};
 use crate::detectors::{detect_device, rank, Finding};
 use crate::evidence::DeviceEvidence;
 use crate::intervals::Span;
@@ -289,6 +290,22 @@ impl<'t> Session<'t> {
     /// ([`counters::launch_queue`]).
     pub fn launch_queue(&self, device: u32) -> Vec<(i64, f64)> {
         counters::launch_queue(self.trace(), device)
+    }
+
+    /// `device`'s utilization and launch queue binned over the window, in
+    /// bins of [`counters::counter_bin`] ([`counters::window_counters`]):
+    /// the `counters` of its JSON report. `None` for a device without busy
+    /// work.
+    pub fn counters(&self, device: u32) -> Option<Counters> {
+        let d = self.device(device)?;
+        let span = self.window.span;
+        let bin = counters::counter_bin(span.1 - span.0);
+        Some(counters::window_counters(
+            &d.busy,
+            &self.launch_queue(device),
+            span,
+            bin,
+        ))
     }
 }
 
