@@ -140,6 +140,11 @@ impl Cause {
         }
     }
 
+    /// The cause whose [`Cause::name`] is `name`.
+    pub fn from_name(name: &str) -> Option<Cause> {
+        Cause::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     /// The stable snake_case name used in JSON and reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -282,5 +287,13 @@ mod tests {
         assert_eq!(Cause::PRECEDENCE[8], Cause::Untraced);
         let labels: std::collections::HashSet<&str> = Cause::ALL.iter().map(|c| c.label()).collect();
         assert_eq!(labels.len(), 9);
+    }
+
+    #[test]
+    fn names_parse_back() {
+        for c in Cause::ALL {
+            assert_eq!(Cause::from_name(c.name()), Some(c));
+        }
+        assert_eq!(Cause::from_name("compute"), None);
     }
 }

@@ -7,7 +7,7 @@ use super::table::Table;
 use super::text::wrap;
 use gapscope_analyzers::format::{duration, ms, percent};
 use gapscope_analyzers::job::align::{MatchMethod, RankAlignment};
-use gapscope_analyzers::job::culprit::cause_label;
+use gapscope_analyzers::job::culprit::job_cause_label;
 use gapscope_analyzers::job::finding::rank_list;
 use gapscope_analyzers::job::JobAnalysis;
 use std::io::{self, Write};
@@ -130,7 +130,7 @@ fn findings(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
             facts.push(format!("culprit rank {r}"));
         }
         if let Some(c) = &f.cause {
-            facts.push(format!("cause: {}", cause_label(c)));
+            facts.push(format!("cause: {}", job_cause_label(c)));
         }
         writeln!(out, "     {}", facts.join("; "))?;
         for line in wrap(&f.hint, HINT_WIDTH) {
@@ -227,7 +227,7 @@ fn ranks(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
         let idle_top = r
             .idle_by_cause_ns
             .top()
-            .map_or("-".to_string(), |c| cause_label(c.name()).to_string());
+            .map_or("-".to_string(), |c| c.label().to_string());
         // The breakdown's communication is collective time no compute
         // overlapped; its waiting part is the exposed wait.
         let waiting = r.exposed_wait_ns.min(b.communication_ns);
@@ -274,8 +274,8 @@ fn causes(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
     for c in s.top_causes.iter().take(MAX_CAUSE_ROWS) {
         let what = match (c.kind.as_str(), c.cause.as_str()) {
             ("wait", "no_culprit") => "waiting for peers, no single late rank".to_string(),
-            ("wait", cause) => format!("waiting for a late rank: its {}", cause_label(cause)),
-            (_, cause) => format!("idle GPU: {}", cause_label(cause)),
+            ("wait", cause) => format!("waiting for a late rank: its {}", job_cause_label(cause)),
+            (_, cause) => format!("idle GPU: {}", job_cause_label(cause)),
         };
         t.row([what, ms(c.ns), format!("{:.1}%", c.share * 100.0)]);
     }

@@ -5,7 +5,7 @@
 //! formatted and every rectangle already laid out; the templates only loop.
 
 use gapscope_analyzers::format::{duration, ms, percent};
-use gapscope_analyzers::job::culprit::cause_label;
+use gapscope_analyzers::job::culprit::job_cause_label;
 use gapscope_analyzers::job::finding::rank_list;
 use gapscope_analyzers::job::{JobAnalysis, JobFinding};
 use serde::Serialize;
@@ -269,7 +269,7 @@ pub fn build(j: &JobAnalysis) -> JobView {
                 facts.push(format!("culprit rank {r}"));
             }
             if let Some(c) = &f.cause {
-                facts.push(format!("cause: {}", cause_label(c)));
+                facts.push(format!("cause: {}", job_cause_label(c)));
             }
             if f.total_wait_ns > 0 {
                 facts.push(format!("others waited {} ms in all", ms(f.total_wait_ns)));
@@ -308,8 +308,8 @@ pub fn build(j: &JobAnalysis) -> JobView {
             .map(|c| CauseRow {
                 what: match (c.kind.as_str(), c.cause.as_str()) {
                     ("wait", "no_culprit") => "waiting for peers, no single late rank".into(),
-                    ("wait", cause) => format!("waiting for a late rank: its {}", cause_label(cause)),
-                    (_, cause) => format!("idle GPU: {}", cause_label(cause)),
+                    ("wait", cause) => format!("waiting for a late rank: its {}", job_cause_label(cause)),
+                    (_, cause) => format!("idle GPU: {}", job_cause_label(cause)),
                 },
                 ms: ms(c.ns),
                 share: format!("{:.1}%", c.share * 100.0),
@@ -437,7 +437,7 @@ fn rank_rows(j: &JobAnalysis) -> Vec<RankRow> {
                 idle_mostly: r
                     .idle_by_cause_ns
                     .top()
-                    .map_or("-".into(), |c| cause_label(c.name()).to_string()),
+                    .map_or("-".into(), |c| c.label().to_string()),
                 late: r.late,
                 caused: if r.caused_wait_ns > 0 {
                     format!("{} ms", ms(r.caused_wait_ns))

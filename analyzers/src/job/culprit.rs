@@ -38,6 +38,7 @@ use super::finding::{rank_list, JobFinding};
 use super::replay::StepModel;
 use super::summary::RankSummary;
 use super::JobOptions;
+use crate::causes::Cause;
 use crate::format::duration_coarse;
 use crate::intervals;
 use gapscope_collectors::trace::Ns;
@@ -356,7 +357,7 @@ pub fn consistent_findings(
             steps_with_late.len(),
             duration_coarse(mine),
             duration_coarse(total),
-            cause_label(&cause)
+            job_cause_label(&cause)
         );
         out.push(JobFinding {
             id: "consistent_straggler".into(),
@@ -381,17 +382,15 @@ pub fn consistent_findings(
     out
 }
 
-/// A short label for a cause: `DataLoader`, `compute`, `CPU-bound operator`.
-pub fn cause_label(cause: &str) -> &str {
+/// What a reader sees for a job cause: an idle cause's [`Cause::label`]
+/// (the one definition), else the label of a cause only jobs have (a
+/// lead-in part, or `late_start`).
+pub fn job_cause_label(cause: &str) -> &str {
+    if let Some(c) = Cause::from_name(cause) {
+        return c.label();
+    }
     match cause {
-        "dataloader" => "DataLoader",
         "compute" => "longer compute",
-        "cpu_op" => "CPU-bound operator",
-        "framework_overhead" => "Python/framework code",
-        "sync" => "host waits on GPU (sync)",
-        "launch_overhead" => "kernel launch",
-        "untraced" => "untraced",
-        "profiler" => "profiler overhead",
         "communication" => "another collective",
         "memcpy" => "copies",
         "memset" => "memsets",
@@ -467,5 +466,19 @@ fn hint(cause: &str, rank: i64, op: Option<&str>) -> String {
              pauses, swapping) and profile it with CPU stacks (`with_stack=True`)."
         ),
         _ => format!("Find out why rank {rank} takes longer than its peers before this collective."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_causes_read_as_cause_label_says() {
+        for c in Cause::ALL {
+            assert_eq!(job_cause_label(c.name()), c.label());
+        }
+        assert_eq!(job_cause_label("compute"), "longer compute");
+        assert_eq!(job_cause_label("late_start"), "late start");
     }
 }
