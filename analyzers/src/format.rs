@@ -1,5 +1,5 @@
 //! How numbers read, once for every hint, table and message: durations,
-//! shares, counts and sizes.
+//! shares, counts and sizes; and how long names are shortened for tables.
 //!
 //! | function | reads | used by |
 //! | --- | --- | --- |
@@ -12,6 +12,7 @@
 //! | [`percent_whole`] | `25 %` (`0 %` of nothing) | hint sentences |
 //! | [`times`] | `once`, `3 times` | hint sentences |
 //! | [`bytes`] | `512 bytes`, `1.5 KiB`, `12.0 MiB`, `1.25 GiB` | sizes of files and memory |
+//! | [`short_kernel_name`] | `foo<int>` for `void foo<int>(float*, int)`, cut to [`KERNEL_NAME_CHARS`] with `…` | kernel and operator names in tables |
 
 use gapscope_collectors::trace::Ns;
 
@@ -118,9 +119,69 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
+/// Kernel (and operator) names in tables are cut to this many characters
+/// (the full name is the report's hover text, and stays whole in JSON).
+pub const KERNEL_NAME_CHARS: usize = 90;
+
+/// A readable kernel name: no `void `, no trailing argument list (the last
+/// balanced `(...)`, so `(anonymous namespace)` inside the name stays),
+/// long template arguments cut.
+pub fn short_kernel_name(name: &str) -> String {
+    let n = name.strip_prefix("void ").unwrap_or(name).trim_end();
+    let n = match trailing_args(n) {
+        Some(i) if i > 0 => n[..i].trim_end(),
+        _ => n,
+    };
+    if n.chars().count() <= KERNEL_NAME_CHARS {
+        return n.to_string();
+    }
+    let cut: String = n.chars().take(KERNEL_NAME_CHARS - 1).collect();
+    format!("{cut}…")
+}
+
+/// Byte index of the `(` that opens the parenthesised group `s` ends with.
+fn trailing_args(s: &str) -> Option<usize> {
+    if !s.ends_with(')') {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_names_shortened() {
+        assert_eq!(short_kernel_name("void foo<int>(float*, int)"), "foo<int>");
+        assert_eq!(
+            short_kernel_name("void at::native::(anonymous namespace)::k<float>(at::TensorIterator (*)[2])"),
+            "at::native::(anonymous namespace)::k<float>"
+        );
+        assert_eq!(
+            short_kernel_name("Memcpy HtoD (Pageable -> Device)"),
+            "Memcpy HtoD"
+        );
+        assert_eq!(
+            short_kernel_name("volta_sgemm_128x64_nn"),
+            "volta_sgemm_128x64_nn"
+        );
+        let long = format!("k{}", "x".repeat(200));
+        assert_eq!(short_kernel_name(&long).chars().count(), KERNEL_NAME_CHARS);
+    }
 
     #[test]
     fn durations() {

@@ -19,7 +19,7 @@ use gapscope_analyzers::diff::bench::{self, BenchDiff, BenchRecord, MetricChange
 use gapscope_analyzers::diff::ops::{Change, ChangeCounts, OpCategory, OpChange, OpsDiff};
 use gapscope_analyzers::diff::trace::{self, DeviceSide, TraceDiff};
 use gapscope_analyzers::diff::{Regression, Thresholds};
-use gapscope_analyzers::format::{bytes, duration, duration_signed, percent};
+use gapscope_analyzers::format::{bytes, duration, duration_signed, percent, short_kernel_name};
 use gapscope_analyzers::Session;
 use gapscope_collectors::kineto::ImportOptions;
 use serde::Serialize;
@@ -244,7 +244,7 @@ fn job_diff(args: &DiffArgs) -> Result<bool> {
         };
         json(&mut out, &o)?;
     } else {
-        let ms = |v: Option<i64>| v.map_or("-".to_string(), |v| format!("{:.2} ms", v as f64 / 1e6));
+        let step = |v: Option<i64>| v.map_or("-".to_string(), duration);
         writeln!(
             out,
             "gapscope diff: {} → {} (jobs of {} and {} ranks)",
@@ -253,8 +253,8 @@ fn job_diff(args: &DiffArgs) -> Result<bool> {
         writeln!(
             out,
             "job step (median)     {} → {}",
-            ms(d.step_time_ns.0),
-            ms(d.step_time_ns.1)
+            step(d.step_time_ns.0),
+            step(d.step_time_ns.1)
         )?;
         writeln!(
             out,
@@ -423,16 +423,6 @@ fn change_pct(change: f64) -> String {
         format!("{:+.1}%", change * 100.0)
     } else {
         "-".to_string()
-    }
-}
-
-/// Long kernel names cut to fit a table (JSON keeps them whole).
-fn short(name: &str) -> String {
-    const MAX: usize = 70;
-    if name.chars().count() <= MAX {
-        name.to_string()
-    } else {
-        format!("{}…", name.chars().take(MAX - 1).collect::<String>())
     }
 }
 
@@ -710,7 +700,7 @@ fn ops_section(title: &str, d: &OpsDiff, keep: impl Fn(OpCategory) -> bool, top:
     s.fold = true;
     for c in rows.into_iter().take(top) {
         s.rows.push(vec![
-            short(&c.name),
+            short_kernel_name(&c.name),
             c.change.name().to_string(),
             format!("{} → {}", c.base.count, c.new.count),
             format!("{} → {}", duration(c.base.total_ns), duration(c.new.total_ns)),
@@ -718,16 +708,4 @@ fn ops_section(title: &str, d: &OpsDiff, keep: impl Fn(OpCategory) -> bool, top:
         ]);
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_cut_for_tables() {
-        let long = "k".repeat(100);
-        assert_eq!(short(&long).chars().count(), 70);
-        assert_eq!(short("gemm"), "gemm");
-    }
 }

@@ -5,7 +5,7 @@
 use super::palette::cause_color;
 use gapscope_analyzers::analysis::{Analysis, DeviceReport};
 use gapscope_analyzers::causes::Cause;
-use gapscope_analyzers::format::{duration, ms, percent};
+use gapscope_analyzers::format::{duration, ms, percent, short_kernel_name};
 use gapscope_analyzers::kernels::KernelTable;
 use gapscope_collectors::trace::Ns;
 use serde::Serialize;
@@ -19,9 +19,6 @@ pub const MAX_OPERATORS: usize = 12;
 pub const MAX_GAPS: usize = 10;
 /// Kernels listed.
 pub const MAX_KERNELS: usize = 15;
-/// Kernel names are cut to this many characters (the full name is the
-/// hover text).
-pub const KERNEL_NAME_CHARS: usize = 90;
 
 /// Operators (with annotation and source) behind idle time, over all
 /// devices.
@@ -216,43 +213,6 @@ pub fn gaps(a: &Analysis) -> SourcedTable<GapRow> {
     SourcedTable { rows, has_source }
 }
 
-/// A readable kernel name: no `void `, no trailing argument list (the last
-/// balanced `(...)`, so `(anonymous namespace)` inside the name stays),
-/// long template arguments cut.
-pub fn short_kernel_name(name: &str) -> String {
-    let n = name.strip_prefix("void ").unwrap_or(name).trim_end();
-    let n = match trailing_args(n) {
-        Some(i) if i > 0 => n[..i].trim_end(),
-        _ => n,
-    };
-    if n.chars().count() <= KERNEL_NAME_CHARS {
-        return n.to_string();
-    }
-    let cut: String = n.chars().take(KERNEL_NAME_CHARS - 1).collect();
-    format!("{cut}…")
-}
-
-/// Byte index of the `(` that opens the parenthesised group `s` ends with.
-fn trailing_args(s: &str) -> Option<usize> {
-    if !s.ends_with(')') {
-        return None;
-    }
-    let mut depth = 0usize;
-    for (i, c) in s.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
 /// The kernel table, and TensorBoard's GPU metrics of `devices`.
 pub fn kernels(table: &KernelTable, devices: &[DeviceReport]) -> KernelsView {
     let rows = &table.rows;
@@ -356,30 +316,6 @@ pub fn diagnostics(a: &Analysis) -> Vec<String> {
 
 /// Devices drawn and listed in full; more get "and N more".
 pub const MAX_DEVICES: usize = 8;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kernel_names_shortened() {
-        assert_eq!(short_kernel_name("void foo<int>(float*, int)"), "foo<int>");
-        assert_eq!(
-            short_kernel_name("void at::native::(anonymous namespace)::k<float>(at::TensorIterator (*)[2])"),
-            "at::native::(anonymous namespace)::k<float>"
-        );
-        assert_eq!(
-            short_kernel_name("Memcpy HtoD (Pageable -> Device)"),
-            "Memcpy HtoD"
-        );
-        assert_eq!(
-            short_kernel_name("volta_sgemm_128x64_nn"),
-            "volta_sgemm_128x64_nn"
-        );
-        let long = format!("k{}", "x".repeat(200));
-        assert_eq!(short_kernel_name(&long).chars().count(), KERNEL_NAME_CHARS);
-    }
-}
 
 /// At most a fixed number of items, and how many were left out.
 #[derive(Clone, Debug, Serialize)]
