@@ -8,6 +8,8 @@
 //!   gzip, captures, pipes; told by their first bytes).
 //! - [`record`]: the machinery of `gapscope record` (which libcupti, the
 //!   injection's environment, signal forwarding, merging the captures).
+//! - [`bench_record`]: one line of a bench-results file, as the runner
+//!   writes it and `gapscope diff` reads it.
 //! - `torch` (feature `torch`): the tch model runner and operator observer.
 //!
 //! Collectors only record what happened; deciding what is a problem is the
@@ -15,6 +17,7 @@
 
 #![deny(missing_docs)]
 
+pub mod bench_record;
 pub mod capture;
 pub mod cupti;
 pub mod kineto;

@@ -30,6 +30,7 @@ mod with_torch {
     use super::*;
     use crate::cli::bench::{DeviceArg, ModeArg, PrecisionArg, Shape};
     use anyhow::{bail, Context};
+    use gapscope_analyzers::format::ms;
     use gapscope_collectors::torch::models::{self, MODELS};
     use gapscope_collectors::torch::observer;
     use gapscope_collectors::torch::runner::{self, Mode, RunConfig, RunOutput, Source};
@@ -147,19 +148,15 @@ mod with_torch {
 
     fn summary(r: &RunOutput) {
         let rec = &r.record;
-        let key: Vec<String> = rec
-            .config
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
-            .collect();
-        let line = match (rec.status, rec.median_ns) {
+        let key: Vec<String> = rec.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let line = match (rec.status.as_str(), rec.median_ns) {
             ("ok", Some(med)) => format!(
-                "{} {}: median {:.2} ms (min {:.2}, max {:.2}), {:.1} samples/s, peak RSS {} MiB{}",
+                "{} {}: median {} ms (min {}, max {}), {:.1} samples/s, peak RSS {} MiB{}",
                 rec.model,
                 key.join(" "),
-                med as f64 / 1e6,
-                rec.min_ns.unwrap_or(0) as f64 / 1e6,
-                rec.max_ns.unwrap_or(0) as f64 / 1e6,
+                ms(med),
+                ms(rec.min_ns.unwrap_or(0)),
+                ms(rec.max_ns.unwrap_or(0)),
                 rec.throughput_per_s.unwrap_or(0.0),
                 rec.peak_cpu_memory_bytes.unwrap_or(0) >> 20,
                 rec.peak_gpu_memory_bytes

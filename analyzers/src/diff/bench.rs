@@ -21,77 +21,7 @@ use super::{Regression, Thresholds};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The `schema` value of the current bench-results format.
-pub const BENCH_SCHEMA: &str = "gapscope-bench/1";
-
-/// One line of a bench-results file: one model in one configuration.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BenchRecord {
-    /// [`BENCH_SCHEMA`].
-    pub schema: String,
-    /// Model name (`resnet50`).
-    pub model: String,
-    /// What was run: mode, device, batch size, precision, ... Part of the
-    /// key that pairs base and new records.
-    #[serde(default)]
-    pub config: BTreeMap<String, ConfigValue>,
-    /// `ok`, or `error` when the model failed to run.
-    #[serde(default = "ok")]
-    pub status: String,
-    /// Why it failed (with `status: error`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Wall time of each measured iteration, ns (warm-up excluded).
-    #[serde(default)]
-    pub times_ns: Vec<i64>,
-    /// Peak resident memory of the process, bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak_cpu_memory_bytes: Option<u64>,
-    /// Peak GPU memory allocated, bytes (absent on CPU runs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak_gpu_memory_bytes: Option<u64>,
-}
-
-fn ok() -> String {
-    "ok".to_string()
-}
-
-/// One config value: a string, number or flag as the runner wrote it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ConfigValue {
-    /// `"train"`, `"cuda"`.
-    Text(String),
-    /// `32`.
-    Int(i64),
-    /// `0.5`.
-    Float(f64),
-    /// `true`.
-    Flag(bool),
-}
-
-impl std::fmt::Display for ConfigValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConfigValue::Text(s) => f.write_str(s),
-            ConfigValue::Int(v) => write!(f, "{v}"),
-            ConfigValue::Float(v) => write!(f, "{v}"),
-            ConfigValue::Flag(v) => write!(f, "{v}"),
-        }
-    }
-}
-
-impl BenchRecord {
-    /// The key that pairs records: `model` plus the config, `k=v` sorted by
-    /// key (`resnet50 batch_size=32 device=cuda mode=train`).
-    pub fn key(&self) -> String {
-        let mut k = self.model.clone();
-        for (name, v) in &self.config {
-            k.push_str(&format!(" {name}={v}"));
-        }
-        k
-    }
-}
+pub use gapscope_collectors::bench_record::{BenchRecord, ConfigValue, BENCH_SCHEMA};
 
 /// Checks what the JSON shape cannot: the schema version, times present
 /// and positive, each model/config once. `Err` names the 0-based record and
@@ -341,14 +271,10 @@ mod tests {
 
     fn rec(model: &str, times: &[i64], cpu: u64, gpu: u64) -> BenchRecord {
         BenchRecord {
-            schema: BENCH_SCHEMA.to_string(),
-            model: model.to_string(),
-            config: BTreeMap::new(),
-            status: "ok".to_string(),
-            error: None,
             times_ns: times.to_vec(),
             peak_cpu_memory_bytes: Some(cpu),
             peak_gpu_memory_bytes: Some(gpu),
+            ..BenchRecord::new(model.to_string(), BTreeMap::new())
         }
     }
 

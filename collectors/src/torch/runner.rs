@@ -7,7 +7,9 @@
 use super::models::{self, ModelConfig, ModelInfo, Workload};
 use super::observer::{self, OpEvent, Recording, Step};
 use super::Precision;
-use serde::Serialize;
+pub use crate::bench_record::BenchRecord;
+use crate::bench_record::ConfigValue;
+use crate::trace::Ns;
 use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -87,49 +89,6 @@ pub struct RunConfig {
     pub profile: bool,
 }
 
-/// One line of a bench-results file (docs/bench-results.md).
-#[derive(Clone, Debug, Serialize)]
-pub struct BenchRecord {
-    /// Always `gapscope-bench/1`.
-    pub schema: &'static str,
-    /// Model name.
-    pub model: String,
-    /// mode, device, batch_size, precision.
-    pub config: BTreeMap<String, serde_json::Value>,
-    /// `ok` or `error`.
-    pub status: &'static str,
-    /// Why it failed (with `status: error`), one line.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Wall time of each timed iteration, ns.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub times_ns: Vec<u64>,
-    /// Fastest iteration.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub min_ns: Option<u64>,
-    /// Median iteration.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub median_ns: Option<u64>,
-    /// Slowest iteration.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_ns: Option<u64>,
-    /// Samples per second at the median time.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub throughput_per_s: Option<f64>,
-    /// Loss after the last train step.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub final_loss: Option<f64>,
-    /// Peak resident memory of the process while this model ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub peak_cpu_memory_bytes: Option<u64>,
-    /// Peak bytes allocated by libtorch's CUDA caching allocator (CUDA
-    /// runs only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub peak_gpu_memory_bytes: Option<u64>,
-    /// libtorch's version.
-    pub torch_version: String,
-}
-
 /// A run's result: the record, and the operators when profiled.
 pub struct RunOutput {
     /// The bench-results line.
@@ -146,14 +105,17 @@ pub fn torch_version() -> String {
     "2.11.0".to_string()
 }
 
-fn config_map(cfg: &RunConfig, batch_size: i64) -> BTreeMap<String, serde_json::Value> {
+fn config_map(cfg: &RunConfig, batch_size: i64) -> BTreeMap<String, ConfigValue> {
     let mut m = BTreeMap::new();
-    m.insert("mode".into(), cfg.mode.name().into());
-    m.insert("device".into(), device_name(cfg.device).into());
-    m.insert("batch_size".into(), batch_size.into());
-    m.insert("precision".into(), cfg.precision.name().into());
+    m.insert("mode".into(), ConfigValue::Text(cfg.mode.name().to_string()));
+    m.insert("device".into(), ConfigValue::Text(device_name(cfg.device)));
+    m.insert("batch_size".into(), ConfigValue::Int(batch_size));
+    m.insert(
+        "precision".into(),
+        ConfigValue::Text(cfg.precision.name().to_string()),
+    );
     if cfg.small {
-        m.insert("small".into(), true.into());
+        m.insert("small".into(), ConfigValue::Flag(true));
     }
     m
 }
@@ -204,7 +166,7 @@ fn sync(device: Device) {
     }
 }
 
-fn median(sorted: &[u64]) -> u64 {
+fn median(sorted: &[Ns]) -> Ns {
     let n = sorted.len();
     if n % 2 == 1 {
         sorted[n / 2]
@@ -256,20 +218,8 @@ pub fn batch_size_of(source: &Source, cfg: &RunConfig) -> i64 {
 pub fn run(source: &Source, cfg: &RunConfig) -> RunOutput {
     let bs = batch_size_of(source, cfg);
     let mut record = BenchRecord {
-        schema: "gapscope-bench/1",
-        model: source.name(),
-        config: config_map(cfg, bs),
-        status: "ok",
-        error: None,
-        times_ns: Vec::new(),
-        min_ns: None,
-        median_ns: None,
-        max_ns: None,
-        throughput_per_s: None,
-        final_loss: None,
-        peak_cpu_memory_bytes: None,
-        peak_gpu_memory_bytes: None,
         torch_version: torch_version(),
+        ..BenchRecord::new(source.name(), config_map(cfg, bs))
     };
     let cuda_index = match cfg.device {
         Device::Cuda(i) => Some(i),
@@ -282,7 +232,7 @@ pub fn run(source: &Source, cfg: &RunConfig) -> RunOutput {
     }
     let mut ops = Vec::new();
     let mut steps = Vec::new();
-    let result = panic::catch_unwind(AssertUnwindSafe(|| -> Result<(Vec<u64>, Option<f64>), String> {
+    let result = panic::catch_unwind(AssertUnwindSafe(|| -> Result<(Vec<Ns>, Option<f64>), String> {
         tch::manual_seed(0);
         let mut w = build(source, cfg, bs)?;
         let step = |w: &mut Box<dyn Workload>| match cfg.mode {
@@ -305,7 +255,7 @@ pub fn run(source: &Source, cfg: &RunConfig) -> RunOutput {
             let t0 = Instant::now();
             let out = step(&mut w);
             sync(cfg.device);
-            times.push(t0.elapsed().as_nanos().max(1) as u64);
+            times.push(t0.elapsed().as_nanos().max(1) as Ns);
             steps.push(Step {
                 number: i as u64,
                 start_ns: s0,
@@ -345,7 +295,7 @@ pub fn run(source: &Source, cfg: &RunConfig) -> RunOutput {
 }
 
 fn fail(record: &mut BenchRecord, why: String) {
-    record.status = "error";
+    record.status = "error".to_string();
     record.error = Some(why.replace(['\n', '\r'], " "));
 }
 
