@@ -9,7 +9,7 @@ use common::*;
 use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::analyze;
 use gapscope_analyzers::window::{event_extent, TimeRange, WindowOptions};
-use gapscope_collectors::kineto::{import_file, import_file_partial, ImportOptions, ReadLimits, TimeWindow};
+use gapscope_collectors::kineto::{import_file, import_file_partial, ImportOptions, ReadLimits};
 use std::path::{Path, PathBuf};
 
 fn traces(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -87,7 +87,10 @@ fn importer_drop_equals_analysis_cut_on_real_traces() {
         ];
         for (start, end) in windows {
             let limits = ReadLimits {
-                time_window: Some(TimeWindow { start, end }),
+                time_window: Some(TimeRange {
+                    start_ns: start,
+                    end_ns: end,
+                }),
                 ..ReadLimits::default()
             };
             let read = import_file_partial(path, &ImportOptions::default(), &limits)

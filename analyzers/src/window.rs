@@ -35,21 +35,9 @@ use gapscope_collectors::trace::{CallRow, CpuOpKind, MarkerKind, Ns, OpRow, Trac
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
-/// A time range in ns since the trace origin, `[start_ns, end_ns)`, either
-/// end open (`--time-window START..END`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TimeRange {
-    /// Start (`None`: the trace's start).
-    pub start_ns: Option<Ns>,
-    /// End (`None`: the trace's end).
-    pub end_ns: Option<Ns>,
-}
-
-impl TimeRange {
-    fn span(&self) -> Span {
-        (self.start_ns.unwrap_or(Ns::MIN), self.end_ns.unwrap_or(Ns::MAX))
-    }
-}
+/// The time window type (`--time-window START..END`), one definition for
+/// the reader and the analysis.
+pub use gapscope_collectors::trace::TimeRange;
 
 /// Why a time window selects nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]

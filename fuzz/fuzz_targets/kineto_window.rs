@@ -11,7 +11,7 @@
 use gapscope_analyzers::analysis::{AnalyzeOptions};
 use gapscope_analyzers::analyze;
 use gapscope_analyzers::window::{TimeRange, WindowOptions};
-use gapscope_collectors::kineto::{import_bytes_partial, ImportOptions, ReadLimits, TimeWindow};
+use gapscope_collectors::kineto::{import_bytes_partial, ImportOptions, ReadLimits};
 use libfuzzer_sys::fuzz_target;
 
 fn comparable(a: &gapscope_analyzers::analysis::Analysis) -> serde_json::Value {
@@ -48,7 +48,10 @@ fuzz_target!(|data: &[u8]| {
     let none = ImportOptions::default();
     let whole = import_bytes_partial(json, "fuzz", &none, &ReadLimits::default());
     let limits = ReadLimits {
-        time_window: Some(TimeWindow { start, end }),
+        time_window: Some(TimeRange {
+            start_ns: start,
+            end_ns: end,
+        }),
         ..ReadLimits::default()
     };
     let cut = import_bytes_partial(json, "fuzz", &none, &limits);

@@ -13,7 +13,7 @@ use export::ArrowTable;
 use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::window::{self, parse_steps, parse_time_window, WindowOptions};
 use gapscope_analyzers::Session;
-use gapscope_collectors::kineto::{ReadLimits, TimeWindow};
+use gapscope_collectors::kineto::ReadLimits;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -121,10 +121,7 @@ fn analyze_file(
     };
     let limits = ReadLimits {
         max_events: None,
-        time_window: time.map(|(_, t)| TimeWindow {
-            start: t.start_ns,
-            end: t.end_ns,
-        }),
+        time_window: time.map(|(_, t)| t),
     };
     py.detach(|| {
         let imported = load::load(&path, &limits)?;

@@ -16,7 +16,7 @@ use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::analyze;
 use gapscope_analyzers::window::{self, parse_time_window};
 use gapscope_collectors::capture;
-use gapscope_collectors::kineto::{ImportOptions, ReadLimits, TimeWindow};
+use gapscope_collectors::kineto::{ImportOptions, ReadLimits};
 use gapscope_collectors::open::ReadOptions;
 use gapscope_collectors::trace::Trace;
 use std::io::{self, IsTerminal, Write};
@@ -59,10 +59,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<Exit> {
     }
     let limits = ReadLimits {
         max_events: args.max_events.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-        time_window: time.map(|(_, t)| TimeWindow {
-            start: t.start_ns,
-            end: t.end_ns,
-        }),
+        time_window: time.map(|(_, t)| t),
     };
     let read = ReadOptions { import, limits };
     for path in &args.traces {
@@ -112,10 +109,7 @@ fn run_batch(args: &AnalyzeArgs, options: AnalyzeOptions, time_text: Option<&str
     let opts = LoadOptions {
         limits: ReadLimits {
             max_events: args.max_events.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-            time_window: options.time_window.map(|t| TimeWindow {
-                start: t.start_ns,
-                end: t.end_ns,
-            }),
+            time_window: options.time_window,
         },
         analyze: options,
         // Several traces at once: one progress bar each would garble the

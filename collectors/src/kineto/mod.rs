@@ -47,7 +47,7 @@ pub use convert::overlaps;
 pub use error::KinetoError;
 pub use number::micros_to_ns;
 
-use crate::trace::{Ns, Trace};
+use crate::trace::{Ns, TimeRange, Trace};
 use convert::{Keep, WindowKeep};
 use events::Pass;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -127,25 +127,16 @@ pub struct ReadLimits {
     pub max_events: Option<usize>,
     /// Keep only the rows that overlap this time window (and every
     /// ProfilerStep); the rest are dropped as they are read.
-    pub time_window: Option<TimeWindow>,
-}
-
-/// A time window, in ns after the trace's origin (its earliest event, the
-/// 0 of its tables), either end open. The window is `[start, end)`.
-///
-/// Kineto files are not sorted by time, so rows are dropped by their own
-/// times as they come. The origin must be known first to place a window
-/// with a start: such a read makes two passes over the file, the first
-/// only to find the earliest event (no rows are kept; for gzip, the data
-/// is inflated twice). A window open at the start (`..END`) is read in one
-/// pass: the earliest start seen so far is never before the origin, so a
-/// row that starts past `earliest + END` is past the window's end.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TimeWindow {
-    /// Start, ns after the origin.
-    pub start: Option<Ns>,
-    /// End, ns after the origin.
-    pub end: Option<Ns>,
+    ///
+    /// Kineto files are not sorted by time, so rows are dropped by their
+    /// own times as they come. The origin must be known first to place a
+    /// window with a start: such a read makes two passes over the file, the
+    /// first only to find the earliest event (no rows are kept; for gzip,
+    /// the data is inflated twice). A window open at the start (`..END`) is
+    /// read in one pass: the earliest start seen so far is never before the
+    /// origin, so a row that starts past `earliest + END` is past the
+    /// window's end.
+    pub time_window: Option<TimeRange>,
 }
 
 /// The trace's JSON as an import reads it.
@@ -174,18 +165,18 @@ fn import(
 ) -> Result<Imported, KinetoError> {
     let keep = match limits.time_window {
         None => Keep::All,
-        Some(w) if w.start.is_none() => Keep::Window(WindowKeep {
+        Some(w) if w.start_ns.is_none() => Keep::Window(WindowKeep {
             origin: None,
             start: None,
-            end: w.end,
+            end: w.end_ns,
         }),
         Some(w) => {
             let probe = one_pass(input, file, opts, limits, Keep::Probe)?;
             match probe.reach.seen.earliest {
                 Some(origin) => Keep::Window(WindowKeep {
                     origin: Some(origin),
-                    start: w.start,
-                    end: w.end,
+                    start: w.start_ns,
+                    end: w.end_ns,
                 }),
                 // No rows at all: nothing to leave out.
                 None => Keep::All,

@@ -33,6 +33,7 @@ mod rows;
 mod sketch;
 mod strings;
 mod tables;
+mod time_range;
 
 pub use builder::TraceBuilder;
 pub use hash::{FxBuildHasher, FxHashMap, FxHashSet, FxHasher};
@@ -41,6 +42,7 @@ pub use rows::{CallRow, CollectiveRow, GpuRow, MarkerRow, OpRow};
 pub use sketch::Sketch;
 pub use strings::{StrId, Strings};
 pub use tables::*;
+pub use time_range::TimeRange;
 
 use serde::Serialize;
 use std::collections::BTreeMap;
