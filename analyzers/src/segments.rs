@@ -91,7 +91,7 @@
 //! nearest annotation (the DataLoader range for `dataloader`), and the best
 //! source frame.
 
-use crate::attribution::{innermost_op, OpContext};
+use crate::attribution::{OpContext, OpCursors};
 use crate::causes::Cause;
 use crate::evidence::DeviceEvidence;
 use crate::gaps::{device_gaps, Gap};
@@ -247,10 +247,15 @@ impl<'t> IdleAnalyzer<'t> {
     /// half merges), so the result is the one pass's.
     pub fn segments_with(&self, ev: &DeviceEvidence, window: Span) -> Vec<IdleSegment> {
         let gaps = device_gaps(self.trace, ev.device, window);
+        // Gaps come in time order, and so do the instants classified
+        // inside each: the innermost range of a thread is found by
+        // galloping from the last answer, not by a binary search over
+        // the thread's (possibly millions of) ranges each time.
         let split = |gaps: &[Gap]| {
             let mut out = Vec::new();
+            let mut cursors = OpCursors::new(self.trace);
             for gap in gaps {
-                self.split_gap(ev, gap, &mut out);
+                self.split_gap(ev, gap, &mut cursors, &mut out);
             }
             out
         };
@@ -277,11 +282,11 @@ impl<'t> IdleAnalyzer<'t> {
         out
     }
 
-    fn split_gap(&self, ev: &DeviceEvidence, gap: &Gap, out: &mut Vec<IdleSegment>) {
+    fn split_gap(&self, ev: &DeviceEvidence, gap: &Gap, ops: &mut OpCursors, out: &mut Vec<IdleSegment>) {
         let who = self.issuer(ev, gap);
-        let cuts = self.cuts(ev, gap, &who);
+        let cuts = self.cuts(ev, gap, &who, ops);
         for w in cuts.windows(2) {
-            let (cause, (op, annotation, source), first_call) = self.classify(ev, &who, w[0]);
+            let (cause, (op, annotation, source), first_call) = self.classify(ev, &who, w[0], ops);
             let seg = IdleSegment {
                 start: w[0],
                 end: w[1],
@@ -343,7 +348,7 @@ impl<'t> IdleAnalyzer<'t> {
 
     /// Every instant inside the gap where the answer may change, with the
     /// gap's edges, sorted and unique.
-    fn cuts(&self, ev: &DeviceEvidence, gap: &Gap, who: &Issuer) -> Vec<Ns> {
+    fn cuts(&self, ev: &DeviceEvidence, gap: &Gap, who: &Issuer, cursors: &mut OpCursors) -> Vec<Ns> {
         let (gs, ge) = (gap.start, gap.end);
         let inside = |t: Ns| t > gs && t < ge;
         let mut cuts = vec![gs, ge, who.launch_start, who.queued_from];
@@ -358,7 +363,7 @@ impl<'t> IdleAnalyzer<'t> {
             }
         }
         if let Some(thread) = who.thread {
-            self.thread_cuts(thread, gap, &mut cuts);
+            self.thread_cuts(thread, gap, cursors, &mut cuts);
             let setup = &ev.graph_setup;
             let first = setup.partition_point(|g| g.thread < thread || (g.thread == thread && g.end <= gs));
             for g in setup[first..]
@@ -376,18 +381,17 @@ impl<'t> IdleAnalyzer<'t> {
 
     /// Starts and ends of the thread's ranges inside the gap: the ends of
     /// the ranges open at its start, and every range starting inside it.
-    fn thread_cuts(&self, thread: ThreadId, gap: &Gap, cuts: &mut Vec<Ns>) {
+    fn thread_cuts(&self, thread: ThreadId, gap: &Gap, cursors: &mut OpCursors, cuts: &mut Vec<Ns>) {
         let t = self.trace;
         let ops = &t.cpu_ops;
-        for a in t.ancestors(innermost_op(t, thread, gap.start)) {
+        for a in t.ancestors(cursors.innermost(t, thread, gap.start)) {
             cuts.push(ops.end[a.index()]);
         }
-        if thread.0 as usize + 1 >= t.cpu_op_thread_start.len() {
+        // The cursor now stands at the first range starting after the gap's start.
+        let Some(from) = cursors.seek(t, thread, gap.start) else {
             return;
-        }
-        let range = t.cpu_ops_of(thread);
-        let from = range.start + ops.start[range.clone()].partition_point(|&s| s <= gap.start);
-        for i in from..range.end {
+        };
+        for i in from..t.cpu_ops_of(thread).end {
             if ops.start[i] >= gap.end {
                 break;
             }
@@ -400,8 +404,14 @@ impl<'t> IdleAnalyzer<'t> {
     /// Also says whether the time is a first call's (warm-up): for the
     /// host's own time (`cpu_op`, `framework_overhead`, inside the launch
     /// call).
-    fn classify(&self, ev: &DeviceEvidence, who: &Issuer, t: Ns) -> (Cause, Blame, bool) {
-        let inner = who.thread.and_then(|th| innermost_op(self.trace, th, t));
+    fn classify(
+        &self,
+        ev: &DeviceEvidence,
+        who: &Issuer,
+        t: Ns,
+        ops: &mut OpCursors,
+    ) -> (Cause, Blame, bool) {
+        let inner = who.thread.and_then(|th| ops.innermost(self.trace, th, t));
         let cx = &self.cx;
         let inner_blame = || self.blame(inner);
         let warm = |row: Option<OpRow>| row.is_some_and(|r| cx.first_call[r.index()]);
@@ -484,8 +494,9 @@ mod tests {
         let gaps = device_gaps(&t, 0, window);
         assert!(gaps.len() >= PARALLEL_GAPS, "{} gaps", gaps.len());
         let mut one = Vec::new();
+        let mut cursors = OpCursors::new(&t);
         for g in &gaps {
-            idle.split_gap(&ev, g, &mut one);
+            idle.split_gap(&ev, g, &mut cursors, &mut one);
         }
         let cut = gaps.len() / 2;
         assert_eq!(
