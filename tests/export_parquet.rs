@@ -224,10 +224,8 @@ for f in sorted(os.listdir(d)):
     /// What each row must hold, built from the Trace.
     fn expected_rows(t: &Trace, file: &str) -> Vec<Value> {
         let s = |id: StrId| json!(t.strings.get(id));
-        // Links are typed rows (`None`: null); markers keep `u32::MAX` for
-        // "no thread" and "no device".
+        // Links, and a marker's thread and device, are `None` for null.
         let link = |v: Option<u32>| v.map_or(Value::Null, |v| json!(v));
-        let id = |v: u32| link((v != u32::MAX).then_some(v));
         let bits = |v: f64| json!({ "f64_bits": v.to_bits() as i64 });
         match file {
             "threads.parquet" => (0..t.threads.len())
@@ -275,7 +273,7 @@ for f in sorted(os.listdir(d)):
             "markers.parquet" => (0..t.markers.len())
                 .map(|i| {
                     let m = t.markers.row(i);
-                    json!({"kind": name_of(m.kind), "thread": id(m.thread.0), "device": id(m.device),
+                    json!({"kind": name_of(m.kind), "thread": link(m.thread.map(|t| t.0)), "device": link(m.device),
                            "stream": m.stream, "start_ns": m.start, "end_ns": m.end, "name": s(m.name),
                            "value": bits(m.value)})
                 })

@@ -221,7 +221,7 @@ fn overhead_spans(trace: &Trace, device: u32, lazy: bool) -> Vec<Span> {
     let m = &trace.markers;
     let spans = (0..m.len())
         .filter(|&i| m.kind[i] == MarkerKind::ProfilerOverhead)
-        .filter(|&i| m.device[i] == device || m.device[i] == u32::MAX)
+        .filter(|&i| m.device[i].is_none_or(|d| d == device))
         .filter(|&i| is_lazy_loading_name(trace.strings.get(m.name[i])) == lazy)
         .map(|i| (m.start[i], m.end[i]))
         .collect();

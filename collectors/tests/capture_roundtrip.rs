@@ -211,8 +211,8 @@ fn every_field() -> Trace {
         0,
     ));
     let mut m = Marker::new(MarkerKind::Counter, origin + 50, origin + 50, mm);
-    m.thread = t2;
-    m.device = 3;
+    m.thread = Some(t2);
+    m.device = Some(3);
     m.stream = -9;
     m.value = -1.5e-300;
     b.push_marker(m);

@@ -129,12 +129,12 @@ fn check_sample(v: Ver) {
         .map(|i| {
             let m = t.markers.row(i);
             format!(
-                "{:?} {} {}..{} thread{}",
+                "{:?} {} {}..{} thread {:?}",
                 m.kind,
                 t.strings.get(m.name),
                 m.start,
                 m.end,
-                m.thread.0
+                m.thread.map(|t| t.0)
             )
         })
         .collect();
@@ -142,10 +142,10 @@ fn check_sample(v: Ver) {
         markers,
         vec![
             format!(
-                "ProfilerOverhead CUPTI Overhead: instrumentation 1000..9000 thread{}",
-                op.thread.0
+                "ProfilerOverhead CUPTI Overhead: instrumentation 1000..9000 thread {:?}",
+                Some(op.thread.0)
             ),
-            format!("Instant checkpoint 497000..497000 thread{}", op.thread.0),
+            format!("Instant checkpoint 497000..497000 thread {:?}", Some(op.thread.0)),
         ]
     );
 

@@ -225,12 +225,14 @@ pub fn write<W: Write>(trace: &Trace, out: W) -> io::Result<ChromeCounts> {
     }
 
     let m = &trace.markers;
+    // A marker with no device is written as device `u32::MAX`, as before
+    // the column was an `Option`.
+    let device = |i: usize| i64::from(m.device[i].unwrap_or(u32::MAX));
     for i in 0..m.len() {
         let name = s(m.name[i]);
-        let (pid, tid) = if m.thread[i].0 != u32::MAX {
-            thread(m.thread[i])
-        } else {
-            (m.device[i] as i64, m.stream[i])
+        let (pid, tid) = match m.thread[i] {
+            Some(t) => thread(t),
+            None => (device(i), m.stream[i]),
         };
         match m.kind[i] {
             MarkerKind::Instant => o.event(format_args!(
@@ -249,7 +251,7 @@ pub fn write<W: Write>(trace: &Trace, out: W) -> io::Result<ChromeCounts> {
                     "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {name}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"device\": {}, \"stream\": {}}}}}",
                     t(m.start[i]),
                     us(m.end[i] - m.start[i]),
-                    m.device[i] as i64,
+                    device(i),
                     m.stream[i]
                 ))?
             }

@@ -103,11 +103,6 @@ pub(crate) struct Table<'a> {
 /// The string pool a table of plain text (no trace) writes with.
 pub(crate) const NO_POOL: &[ByteArray] = &[];
 
-/// A marker's "no thread" / "no device" (`u32::MAX`) as null.
-fn marker_id(v: u32) -> Option<u32> {
-    (v != u32::MAX).then_some(v)
-}
-
 fn gpu_kind(k: GpuKind) -> &'static str {
     match k {
         GpuKind::Kernel => "kernel",
@@ -280,8 +275,8 @@ fn tables(t: &Trace) -> Vec<Table<'_>> {
             rows: m.len(),
             columns: vec![
                 col("kind", Enum(Box::new(|i| marker_kind(m.kind[i])))),
-                col("thread", OptU32(Box::new(|i| marker_id(m.thread[i].0)))),
-                col("device", OptU32(Box::new(|i| marker_id(m.device[i])))),
+                col("thread", OptU32(Box::new(|i| m.thread[i].map(|t| t.0)))),
+                col("device", OptU32(Box::new(|i| m.device[i]))),
                 col("stream", I64(Box::new(|i| m.stream[i]))),
                 col("start_ns", I64(Box::new(|i| m.start[i]))),
                 col("end_ns", I64(Box::new(|i| m.end[i]))),

@@ -20,17 +20,30 @@ pub fn str_ids(col: &[StrId], strings: usize, what: &str) -> Result<(), String> 
     }
 }
 
-/// Every thread below the thread table's size (or "none", `u32::MAX`, where
-/// `none_ok`).
-pub fn thread_ids(col: &[ThreadId], threads: usize, none_ok: bool, what: &str) -> Result<(), String> {
-    let bad = |t: &ThreadId| (t.0 as usize) >= threads && !(none_ok && t.0 == u32::MAX);
-    match col.iter().position(bad) {
+/// Every thread below the thread table's size.
+pub fn thread_ids(col: &[ThreadId], threads: usize, what: &str) -> Result<(), String> {
+    match col.iter().position(|t| t.0 as usize >= threads) {
         None => Ok(()),
-        Some(i) => Err(format!(
-            "{what} of row {i} is thread {} but the thread table has {threads} threads",
-            col[i].0
-        )),
+        Some(i) => Err(bad_thread(what, i, col[i], threads)),
     }
+}
+
+/// Every thread that is there below the thread table's size.
+pub fn opt_thread_ids(col: &[Option<ThreadId>], threads: usize, what: &str) -> Result<(), String> {
+    match col
+        .iter()
+        .position(|t| t.is_some_and(|t| t.0 as usize >= threads))
+    {
+        None => Ok(()),
+        Some(i) => Err(bad_thread(what, i, col[i].unwrap_or(ThreadId(0)), threads)),
+    }
+}
+
+fn bad_thread(what: &str, i: usize, t: ThreadId, threads: usize) -> String {
+    format!(
+        "{what} of row {i} is thread {} but the thread table has {threads} threads",
+        t.0
+    )
 }
 
 /// Every collective link names a row of the collective table.

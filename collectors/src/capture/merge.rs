@@ -38,7 +38,7 @@ pub fn merge(parts: Vec<Trace>, source: &str) -> Trace {
                 t
             })
             .collect();
-        let t = |id: ThreadId| if id.0 == u32::MAX { id } else { tmap[id.0 as usize] };
+        let t = |id: ThreadId| tmap[id.0 as usize];
         for i in 0..part.devices.len() {
             let mut d = part.devices.row(i);
             d.name = s(d.name);
@@ -107,7 +107,7 @@ pub fn merge(parts: Vec<Trace>, source: &str) -> Trace {
             r.start = at(r.start);
             r.end = at(r.end);
             r.name = s(r.name);
-            r.thread = t(r.thread);
+            r.thread = r.thread.map(t);
             b.push_marker(r);
         }
         let mut d = part.diagnostics.clone();

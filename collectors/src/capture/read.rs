@@ -256,16 +256,26 @@ impl<'a> Cursor<'a> {
         Ok(v)
     }
 
-    fn threads(
-        &mut self,
-        n: usize,
-        threads: usize,
-        none_ok: bool,
-        what: &str,
-    ) -> Result<Vec<ThreadId>, String> {
+    fn threads(&mut self, n: usize, threads: usize, what: &str) -> Result<Vec<ThreadId>, String> {
         let v: Vec<ThreadId> = self.column::<u32>(n, what)?.into_iter().map(ThreadId).collect();
-        check::thread_ids(&v, threads, none_ok, what)?;
+        check::thread_ids(&v, threads, what)?;
         Ok(v)
+    }
+
+    /// Marker threads: [`NO_ID`] is none.
+    fn opt_threads(&mut self, n: usize, threads: usize, what: &str) -> Result<Vec<Option<ThreadId>>, String> {
+        let v: Vec<Option<ThreadId>> = self
+            .opt_ids(n, what)?
+            .into_iter()
+            .map(|t| t.map(ThreadId))
+            .collect();
+        check::opt_thread_ids(&v, threads, what)?;
+        Ok(v)
+    }
+
+    /// Marker devices and threads: [`NO_ID`] is none.
+    fn opt_ids(&mut self, n: usize, what: &str) -> Result<Vec<Option<u32>>, String> {
+        Ok(self.column::<u32>(n, what)?.into_iter().map(id_value).collect())
     }
 
     fn tags<E>(&mut self, n: usize, what: &str, f: fn(u8) -> Option<E>) -> Result<Vec<E>, String> {
@@ -554,7 +564,7 @@ fn gpu(
 
 fn runtime(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, nt: usize) -> Result<(), String> {
     let n = c.rows("runtime call table")?;
-    let thread = c.threads(n, nt, false, "runtime call thread")?;
+    let thread = c.threads(n, nt, "runtime call thread")?;
     let (start, end) = c.times(n, "runtime call")?;
     let name = c.strs(n, ns, "runtime call name")?;
     let api = c.tags(n, "runtime call API", api_kind)?;
@@ -582,7 +592,7 @@ fn cpu_ops(
     nc: Option<usize>,
 ) -> Result<(), String> {
     let n = c.rows("CPU op table")?;
-    let thread = c.threads(n, nt, false, "CPU op thread")?;
+    let thread = c.threads(n, nt, "CPU op thread")?;
     let (start, end) = c.times(n, "CPU op")?;
     let name = c.strs(n, ns, "CPU op name")?;
     let kind = c.tags(n, "CPU op kind", cpu_op_kind)?;
@@ -614,8 +624,8 @@ fn cpu_ops(
 fn markers(c: &mut Cursor<'_>, b: &mut TraceBuilder, ns: usize, nt: usize) -> Result<(), String> {
     let n = c.rows("marker table")?;
     let kind = c.tags(n, "marker kind", marker_kind)?;
-    let thread = c.threads(n, nt, true, "marker thread")?;
-    let device = c.column::<u32>(n, "marker device")?;
+    let thread = c.opt_threads(n, nt, "marker thread")?;
+    let device = c.opt_ids(n, "marker device")?;
     let stream = c.column::<i64>(n, "marker stream")?;
     let (start, end) = c.times(n, "marker")?;
     let name = c.strs(n, ns, "marker name")?;

@@ -28,6 +28,19 @@ pub fn occupancy_value(bits: u32) -> Option<f32> {
     (bits != OCCUPANCY_UNKNOWN).then(|| f32::from_bits(bits))
 }
 
+/// The stored id of a marker's absent thread or device.
+pub const NO_ID: u32 = u32::MAX;
+
+/// A marker's thread or device as stored: the id, or [`NO_ID`].
+pub fn id_bits(v: Option<u32>) -> u32 {
+    v.unwrap_or(NO_ID)
+}
+
+/// A stored marker thread or device back as the column's value.
+pub fn id_value(bits: u32) -> Option<u32> {
+    (bits != NO_ID).then_some(bits)
+}
+
 /// Magic, version, flags.
 pub const FILE_HEADER_LEN: usize = 16;
 

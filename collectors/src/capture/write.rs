@@ -91,6 +91,11 @@ impl Payload {
         self.column(&ids)
     }
 
+    /// Marker threads and devices: the id, or [`NO_ID`] for none.
+    fn opt_ids(&mut self, v: impl Iterator<Item = Option<u32>>) -> io::Result<()> {
+        self.column(&v.map(id_bits).collect::<Vec<u32>>())
+    }
+
     fn starts(&mut self, start: &[i64]) -> io::Result<()> {
         self.column(&delta(start.iter().copied()))
     }
@@ -175,15 +180,15 @@ pub fn validate(t: &Trace) -> Result<(), String> {
     check::collective_ids(&t.cpu_ops.collective, c.len(), "CPU op collective")?;
     check::str_ids(&t.gpu.name, ns, "GPU activity name")?;
     check::times(&t.gpu.start, &t.gpu.end, "GPU activity")?;
-    check::thread_ids(&t.runtime.thread, nt, false, "runtime call thread")?;
+    check::thread_ids(&t.runtime.thread, nt, "runtime call thread")?;
     check::str_ids(&t.runtime.name, ns, "runtime call name")?;
     check::times(&t.runtime.start, &t.runtime.end, "runtime call")?;
-    check::thread_ids(&t.cpu_ops.thread, nt, false, "CPU op thread")?;
+    check::thread_ids(&t.cpu_ops.thread, nt, "CPU op thread")?;
     check::str_ids(&t.cpu_ops.name, ns, "CPU op name")?;
     check::str_ids(&t.cpu_ops.shapes, ns, "CPU op shapes")?;
     check::str_ids(&t.cpu_ops.source, ns, "CPU op source")?;
     check::times(&t.cpu_ops.start, &t.cpu_ops.end, "CPU op")?;
-    check::thread_ids(&t.markers.thread, nt, true, "marker thread")?;
+    check::opt_thread_ids(&t.markers.thread, nt, "marker thread")?;
     check::str_ids(&t.markers.name, ns, "marker name")?;
     check::times(&t.markers.start, &t.markers.end, "marker")?;
     Ok(())
@@ -334,8 +339,8 @@ fn fill(p: &mut Payload, section: Section, t: &Trace, version: u32) -> Result<()
             let m = &t.markers;
             p.rows(m.len(), "marker table")?;
             io(p.u8s(&m.kind, marker_kind_tag))?;
-            io(p.threads(&m.thread))?;
-            io(p.column(&m.device))?;
+            io(p.opt_ids(m.thread.iter().map(|t| t.map(|t| t.0))))?;
+            io(p.opt_ids(m.device.iter().copied()))?;
             io(p.column(&m.stream))?;
             io(p.starts(&m.start))?;
             io(p.ends(&m.start, &m.end))?;

@@ -267,7 +267,7 @@ impl Converter {
                 }
                 let (device, stream) = gpu_place(ev, args);
                 let mut m = Marker::new(kind, start, end, self.builder.intern(name));
-                m.device = device.unwrap_or(u32::MAX);
+                m.device = device;
                 m.stream = stream;
                 if self.keeps(start, end, false) {
                     self.builder.push_marker(m);
@@ -381,7 +381,7 @@ impl Converter {
         let mut m = Marker::new(MarkerKind::Instant, t, t, name);
         // Global (`g`) and process (`p`) instants belong to no thread.
         if !matches!(ev.scope, Some("g" | "p")) {
-            m.thread = self.cpu_thread(ev.pid, ev.tid);
+            m.thread = Some(self.cpu_thread(ev.pid, ev.tid));
         }
         if self.keeps(t, t, false) {
             self.builder.push_marker(m);

@@ -260,11 +260,10 @@ impl TraceBuilder {
         };
         let strs =
             |col: &mut [StrId], smap: &[StrId]| col.iter_mut().for_each(|id| *id = smap[id.0 as usize]);
-        // `u32::MAX` is "no thread" (markers); every other id is a row.
-        let thrs = |col: &mut [ThreadId], tmap: &[ThreadId]| {
-            col.iter_mut()
-                .filter(|t| t.0 != u32::MAX)
-                .for_each(|t| *t = tmap[t.0 as usize])
+        let thrs =
+            |col: &mut [ThreadId], tmap: &[ThreadId]| col.iter_mut().for_each(|t| *t = tmap[t.0 as usize]);
+        let opt_thrs = |col: &mut [Option<ThreadId>], tmap: &[ThreadId]| {
+            col.iter_mut().flatten().for_each(|t| *t = tmap[t.0 as usize])
         };
         for (((smap, tmap), [gpu, rt, op, mk]), base) in maps.iter().zip(ranges).zip(coll_at) {
             colls(&mut out.gpu.collective[gpu.clone()], base);
@@ -277,7 +276,7 @@ impl TraceBuilder {
             strs(&mut out.cpu_ops.source[op.clone()], smap);
             thrs(&mut out.cpu_ops.thread[op], tmap);
             strs(&mut out.markers.name[mk.clone()], smap);
-            thrs(&mut out.markers.thread[mk], tmap);
+            opt_thrs(&mut out.markers.thread[mk], tmap);
         }
         out
     }
@@ -648,8 +647,8 @@ impl Marker {
     pub fn new(kind: MarkerKind, start: Ns, end: Ns, name: StrId) -> Self {
         Marker {
             kind,
-            thread: ThreadId(u32::MAX),
-            device: u32::MAX,
+            thread: None,
+            device: None,
             stream: -1,
             start,
             end,

@@ -294,10 +294,10 @@ columnar_table!(
     Marker {
         /// What the marker is.
         kind: MarkerKind,
-        /// CPU thread, for CPU-side markers (`ThreadId(u32::MAX)`: none).
-        thread: ThreadId,
-        /// GPU index for GPU-side markers (`u32::MAX`: none).
-        device: u32,
+        /// CPU thread, for CPU-side markers (`None` for the others).
+        thread: Option<ThreadId>,
+        /// GPU index, for GPU-side markers (`None` for the others).
+        device: Option<u32>,
         /// Stream for GPU-side markers (-1: none).
         stream: i64,
         /// Start, ns since the trace origin.

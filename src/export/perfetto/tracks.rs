@@ -327,16 +327,13 @@ pub fn build(
     }
     let mut per_device_ann: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for i in 0..trace.markers.len() {
-        if trace.markers.kind[i] == MarkerKind::GpuAnnotation && trace.markers.device[i] != u32::MAX {
+        if let (MarkerKind::GpuAnnotation, Some(device)) = (trace.markers.kind[i], trace.markers.device[i]) {
             let it = items.push(
                 trace.markers.start[i],
                 trace.markers.end[i],
                 Src::Marker(i as u32),
             );
-            per_device_ann
-                .entry(trace.markers.device[i])
-                .or_default()
-                .push(it);
+            per_device_ann.entry(device).or_default().push(it);
         }
     }
     let mut per_device_idle: BTreeMap<u32, Vec<u32>> = BTreeMap::new();

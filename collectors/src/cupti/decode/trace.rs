@@ -368,9 +368,9 @@ impl<R: Resolver> Decoder<R> {
                         .insert(m.id, MarkerStart { thread, time, name });
                 } else {
                     let mut row = crate::trace::Marker::new(MarkerKind::Instant, time, time, name);
-                    match thread {
-                        Some(t) => row.thread = t,
-                        None => self.stats.marker_not_on_thread += 1,
+                    row.thread = thread;
+                    if thread.is_none() {
+                        self.stats.marker_not_on_thread += 1;
                     }
                     self.builder.push_marker(row);
                 }
@@ -382,7 +382,7 @@ impl<R: Resolver> Decoder<R> {
                 let name = self.builder.intern(o.kind.label());
                 let mut row = crate::trace::Marker::new(MarkerKind::ProfilerOverhead, start, end, name);
                 if o.object_kind == super::marker::object_kind::THREAD {
-                    row.thread = self.builder.thread(o.object_id[0] as i64, o.object_id[1] as i64);
+                    row.thread = Some(self.builder.thread(o.object_id[0] as i64, o.object_id[1] as i64));
                 }
                 self.builder.push_marker(row);
             }
