@@ -216,6 +216,8 @@ fn damaged_captures_give_one_clear_line() {
         ("occupancy not a percent", edit(b"GPUA", |p| { let at = p.len() - 8; p[at..at + 4].copy_from_slice(&150f32.to_bits().to_le_bytes()) }), "GPU activity occupancy of row 0 is 150, not a percent from 0 to 100"),
         ("occupancy NaN", edit(b"GPUA", |p| { let at = p.len() - 8; p[at..at + 4].copy_from_slice(&f32::NAN.to_bits().to_le_bytes()) }), "GPU activity occupancy of row 0 is NaN, not a percent"),
         ("unknown marker kind", edit(b"MARK", |p| p[4] = 200), "marker kind of row 0 has unknown tag 200"),
+        // MARK: row count, kind u8, then the thread u32 (`u32::MAX`: none).
+        ("marker thread out of range", edit(b"MARK", |p| p[5..9].copy_from_slice(&9u32.to_le_bytes())), "marker thread of row 0 is thread 9 but the thread table has 2 threads"),
         // The GPU row's collective link (the last column, one row) points
         // past the empty collective table.
         ("collective out of range", edit(b"GPUA", |p| { let at = p.len() - 4; p[at] = 5; }), "GPU activity collective of row 0 is collective 4 but the collective table has 0 rows"),
@@ -243,7 +245,37 @@ fn damaged_captures_give_one_clear_line() {
     for (case, bytes, want) in &cases {
         expect_err(case, bytes, want);
     }
-    assert_eq!(cases.len(), 38);
+    assert_eq!(cases.len(), 39);
+}
+
+/// A marker's absent thread and device are `u32::MAX` on disk
+/// (docs/capture-format.md) and `None` in memory; a thread the thread table
+/// lacks is refused by the writer, `u32::MAX` included (it would read back
+/// as no thread).
+#[test]
+fn marker_thread_and_device_none_is_u32_max_on_disk() {
+    let (_, secs, _) = parse(&small());
+    let p = &secs[index(&secs, b"MARK")].payload;
+    // Row count 1, kind, thread u32, device u32.
+    assert_eq!(&p[0..4], &1u32.to_le_bytes());
+    assert_eq!(&p[5..9], &u32::MAX.to_le_bytes());
+    assert_eq!(&p[9..13], &u32::MAX.to_le_bytes());
+    let t = read(&small()).unwrap();
+    assert_eq!((t.markers.thread[0], t.markers.device[0]), (None, None));
+
+    for bad in [2, u32::MAX] {
+        let mut b = TraceBuilder::new();
+        b.thread(1, 1);
+        b.thread(1, 2);
+        let mut m = Marker::new(MarkerKind::Instant, 0, 0, Strings::EMPTY);
+        m.thread = Some(ThreadId(bad));
+        b.push_marker(m);
+        let e = capture::write(&b.finish(), &mut Vec::new())
+            .unwrap_err()
+            .to_string();
+        let want = format!("marker thread of row 0 is thread {bad} but the thread table has 2 threads");
+        assert!(e.contains(&want), "{e}");
+    }
 }
 
 #[test]
