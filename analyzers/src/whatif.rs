@@ -127,6 +127,37 @@ enum Ev {
     Gpu(u32),
 }
 
+/// An [`Ev`] in 4 bytes instead of 8 (the event list is the graph's
+/// longest column: two per call, one per GPU row): the kind in the top two
+/// bits, the node below them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PackedEv(u32);
+
+impl PackedEv {
+    const NODE: u32 = (1 << 30) - 1;
+
+    fn new(e: Ev) -> PackedEv {
+        let (kind, node) = match e {
+            Ev::CallEnd(n) => (0, n),
+            Ev::CallStart(n) => (1, n),
+            Ev::Gpu(n) => (2, n),
+        };
+        // Node indices stay below 2^30: a device with a billion calls or
+        // GPU rows would need some 100 GB for the graph alone.
+        debug_assert!(node <= Self::NODE);
+        PackedEv(kind << 30 | (node & Self::NODE))
+    }
+
+    fn get(self) -> Ev {
+        let node = self.0 & Self::NODE;
+        match self.0 >> 30 {
+            0 => Ev::CallEnd(node),
+            1 => Ev::CallStart(node),
+            _ => Ev::Gpu(node),
+        }
+    }
+}
+
 /// Replayed times of every node: calls' `[cs, ce)`, GPU rows' `[gs, ge)`.
 #[derive(Clone, Debug, Default)]
 struct State {
@@ -184,7 +215,7 @@ pub struct Replay {
     g_stream_lag: Vec<Ns>,
     /// Per stream: its GPU nodes in order.
     stream_nodes: Vec<Vec<u32>>,
-    events: Vec<Ev>,
+    events: Vec<PackedEv>,
     /// Position in `events` of each call's start and end and each GPU row.
     start_pos: Vec<u32>,
     end_pos: Vec<u32>,
@@ -378,7 +409,7 @@ impl Replay {
         let mut ends: Vec<u32> = (0..nc as u32).collect();
         // Stable and adaptive: call ends are nearly in order already.
         ends.sort_by_key(|&i| (ce[i as usize], end_rank(i as usize)));
-        let mut events: Vec<Ev> = Vec::with_capacity(2 * nc + gpu_row.len());
+        let mut events: Vec<PackedEv> = Vec::with_capacity(2 * nc + gpu_row.len());
         let mut start_pos = vec![0u32; nc];
         let mut end_pos = vec![0u32; nc];
         let mut gpu_pos = vec![0u32; gpu_row.len()];
@@ -393,17 +424,17 @@ impl Replay {
                 None => break,
                 Some(k) if Some(k) == ka => {
                     end_pos[ends[a] as usize] = at;
-                    events.push(Ev::CallEnd(ends[a]));
+                    events.push(PackedEv::new(Ev::CallEnd(ends[a])));
                     a += 1;
                 }
                 Some(k) if Some(k) == kb => {
                     start_pos[b] = at;
-                    events.push(Ev::CallStart(b as u32));
+                    events.push(PackedEv::new(Ev::CallStart(b as u32)));
                     b += 1;
                 }
                 Some(_) => {
                     gpu_pos[c] = at;
-                    events.push(Ev::Gpu(c as u32));
+                    events.push(PackedEv::new(Ev::Gpu(c as u32)));
                     c += 1;
                 }
             }
@@ -543,7 +574,7 @@ impl Replay {
         st.gs[gpu_from..].copy_from_slice(&base_gs[gpu_from..]);
         st.ge[gpu_from..].copy_from_slice(&base_ge[gpu_from..]);
         for &e in &self.events[from..] {
-            if let Ev::CallEnd(c) = e {
+            if let Ev::CallEnd(c) = e.get() {
                 st.ce[c as usize] = base_ce[c as usize];
             }
         }
@@ -614,7 +645,7 @@ impl Replay {
         let mut started = self.start_pos.partition_point(|&p| (p as usize) < from);
         let mut gpu_done = self.gpu_pos.partition_point(|&p| (p as usize) < from);
         for (pos, &e) in self.events.iter().enumerate().skip(from) {
-            match e {
+            match e.get() {
                 Ev::CallStart(c) => {
                     let c = c as usize;
                     let removed = self.removed_before(a, c);
@@ -954,6 +985,15 @@ mod tests {
         r.pool.lock().unwrap().clear();
         assert_eq!(r.savings(&edit), 30);
         assert_eq!(r.savings(&edit), 30);
+    }
+
+    #[test]
+    fn packed_events_unpack_to_what_was_packed() {
+        for n in [0, 1, 12_345, PackedEv::NODE] {
+            for e in [Ev::CallEnd(n), Ev::CallStart(n), Ev::Gpu(n)] {
+                assert_eq!(PackedEv::new(e).get(), e);
+            }
+        }
     }
 
     #[test]
