@@ -24,7 +24,6 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    fixed_mmap_threshold();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         // `gapscope bench` reports a bad flag in one line (clap's first).
@@ -49,22 +48,6 @@ fn main() -> ExitCode {
             report_error(&e);
             ExitCode::from(Exit::ERROR.0)
         }
-    }
-}
-
-/// Keeps glibc's mmap threshold at its initial 128 KiB. glibc raises it
-/// each time a mapped block is freed (up to 32 MiB), after which the
-/// import's growing columns and the analysis' tables come from its heap:
-/// growing one copies it into new pages (an mmapped block grows by
-/// `mremap`, without a copy), and freed heap memory stays resident. With the
-/// threshold fixed, peak RSS of `analyze` is ~8% lower on the benchmark's
-/// traces (bench/README.md).
-fn fixed_mmap_threshold() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes a malloc tunable; called first thing in
-    // main, before any thread exists.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
     }
 }
 
