@@ -261,6 +261,17 @@ fn hostile_files_give_their_message_and_status() {
             Want::Clean,
         ),
         ("clean.json", good.clone().into_bytes(), Want::Clean),
+        // A window as long as ns go (one stray far-off kernel): the
+        // counters' bins must not overflow.
+        (
+            "far-off-kernel.json",
+            events_trace(&[
+                kernel("k", "1", "5", "1"),
+                kernel("k", "9223372036854000", "1", "2"),
+            ])
+            .into_bytes(),
+            Want::Clean,
+        ),
         ("clean.json.gz", good_gz.clone(), Want::Clean),
         (
             "bom.json",

@@ -63,9 +63,11 @@ pub fn counter_bin(window_ns: Ns) -> Ns {
 }
 
 /// How many `bin`-ns bins cover `len` ns (0 for an empty length).
+/// Without overflow: a window can span nearly all of `Ns` (a trace with
+/// one stray far-off timestamp).
 fn bins_of(len: Ns, bin: Ns) -> i64 {
     if len > 0 {
-        (len + bin - 1) / bin
+        len / bin + i64::from(len % bin != 0)
     } else {
         0
     }
@@ -78,7 +80,7 @@ fn bins_of(len: Ns, bin: Ns) -> i64 {
 pub fn window_counters(busy: &[Span], queue: &[(Ns, f64)], window: Span, bin: Ns) -> Counters {
     let (ws, we) = window;
     let bin = bin.max(1);
-    let bins = bins_of(we - ws, bin) as usize;
+    let bins = bins_of(we.saturating_sub(ws), bin) as usize;
     let mut c = Counters {
         start_ns: ws,
         bin_ns: bin,
@@ -93,8 +95,10 @@ pub fn window_counters(busy: &[Span], queue: &[(Ns, f64)], window: Span, bin: Ns
     let mut value = if q > 0 { queue[q - 1].1 as u64 } else { 0 };
     let mut total: i128 = 0;
     for i in 0..bins {
+        // Bin `i` starts inside the window (`i` < bins), so `b` fits; its
+        // end may pass `Ns::MAX` before it is cut at the window's end.
         let b = ws + i as Ns * bin;
-        let e = (b + bin).min(we);
+        let e = b.saturating_add(bin).min(we);
         let mut busy_ns = 0;
         while k < busy.len() && busy[k].0 < e {
             busy_ns += busy[k].1.min(e) - busy[k].0.max(b);
@@ -124,7 +128,7 @@ pub fn window_counters(busy: &[Span], queue: &[(Ns, f64)], window: Span, bin: Ns
         c.launch_queue_window_max = c.launch_queue_window_max.max(max);
     }
     if bins > 0 {
-        c.launch_queue_window_mean = total as f64 / (we - ws) as f64;
+        c.launch_queue_window_mean = total as f64 / we.saturating_sub(ws) as f64;
     }
     c
 }
@@ -205,6 +209,24 @@ mod tests {
         let u = utilization(&[(5, 10), (10, 30)], 10);
         // (5,10) and (10,30) are touching but given as separate spans.
         assert_eq!(u, vec![(0, 50.0), (10, 100.0), (30, 0.0)]);
+    }
+
+    /// A window spanning nearly all of `Ns` (one stray far-off timestamp)
+    /// still gets at most [`MAX_BINS`] bins, the last one cut at the
+    /// window's end, without overflow.
+    #[test]
+    fn a_window_as_long_as_ns_goes() {
+        let we = Ns::MAX - 1_000;
+        let bin = counter_bin(we);
+        assert!(bins_of(we, bin) <= MAX_BINS);
+        let c = window_counters(&[(0, 5), (we - 10, we)], &[(0, 1.0), (5, 0.0)], (0, we), bin);
+        assert_eq!(c.utilization_pct.len() as i64, bins_of(we, bin));
+        assert!(c.utilization_pct.iter().all(|u| (0.0..=100.0).contains(u)));
+        assert_eq!(c.launch_queue_window_max, 1);
+        assert_eq!(bins_of(Ns::MAX, 1), Ns::MAX);
+        assert_eq!(bins_of(Ns::MAX, Ns::MAX), 1);
+        assert_eq!(bins_of(10, 3), 4);
+        assert_eq!(bins_of(9, 3), 3);
     }
 
     #[test]

@@ -299,7 +299,7 @@ impl<'t> Session<'t> {
     pub fn counters(&self, device: u32) -> Option<Counters> {
         let d = self.device(device)?;
         let span = self.window.span;
-        let bin = counters::counter_bin(span.1 - span.0);
+        let bin = counters::counter_bin(span.1.saturating_sub(span.0));
         Some(counters::window_counters(
             &d.busy,
             &self.launch_queue(device),
