@@ -81,6 +81,16 @@ impl BenchRecord {
             torch_version: String::new(),
         }
     }
+
+    /// The key that pairs records: `model` plus the config, `k=v` sorted by
+    /// key (`resnet50 batch_size=32 device=cuda mode=train`).
+    pub fn key(&self) -> String {
+        let mut k = self.model.clone();
+        for (name, v) in &self.config {
+            k.push_str(&format!(" {name}={v}"));
+        }
+        k
+    }
 }
 
 fn ok() -> String {
@@ -109,17 +119,5 @@ impl std::fmt::Display for ConfigValue {
             ConfigValue::Float(v) => write!(f, "{v}"),
             ConfigValue::Flag(v) => write!(f, "{v}"),
         }
-    }
-}
-
-impl BenchRecord {
-    /// The key that pairs records: `model` plus the config, `k=v` sorted by
-    /// key (`resnet50 batch_size=32 device=cuda mode=train`).
-    pub fn key(&self) -> String {
-        let mut k = self.model.clone();
-        for (name, v) in &self.config {
-            k.push_str(&format!(" {name}={v}"));
-        }
-        k
     }
 }
