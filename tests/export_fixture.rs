@@ -240,3 +240,53 @@ fn bad_input_is_one_line_and_leaves_no_output() {
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("no/such/dir"), "names the path: {}", r.stderr);
 }
+
+/// A stray kernel as far off as ns go: the utilization counter (1 ms bins)
+/// jumps over the idle stretch instead of walking 10^13 bins, so the export
+/// ends at once and the trace processor loads what it wrote. The binary
+/// runs under a deadline: before the fix it never ended.
+#[test]
+fn a_far_off_kernel_exports_at_once() {
+    let dir = TempDir::new("export-far");
+    let trace = dir.file(
+        "far.json",
+        br#"{"traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 9223372036854000, "dur": 1, "args": {"device": 0, "stream": 7, "correlation": 2}}
+ ]}"#,
+    );
+    let out = dir.path().join("far.pftrace");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gapscope"))
+        .args([
+            "export".as_ref(),
+            "--quiet".as_ref(),
+            trace.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the gapscope binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("export of a far-off kernel still running after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    let rows = perfetto_query(
+        &out,
+        &[
+            "select count(*) as n from slice",
+            "select count(*) as n from counter",
+        ],
+    );
+    assert_eq!(rows[0][0]["n"], 3, "two kernels and one idle gap");
+    assert!(rows[1][0]["n"].as_i64().unwrap() >= 4, "{:?}", rows[1]);
+}

@@ -145,7 +145,7 @@ pub fn utilization(busy: &[Span], bin: i64) -> Vec<(i64, f64)> {
     let mut k = 0; // first span that may still overlap the current bin
     let mut b = start;
     while b < last.1 {
-        let e = b + bin;
+        let e = b.saturating_add(bin);
         let mut ns = 0;
         while k < busy.len() && busy[k].1 <= b {
             k += 1;
@@ -157,6 +157,20 @@ pub fn utilization(busy: &[Span], bin: i64) -> Vec<(i64, f64)> {
         }
         push_changed(&mut out, b, 100.0 * ns as f64 / bin as f64);
         b = e;
+        // Idle bins up to the next span's bin are all 0, so all but the
+        // first would be dropped as repeats: jump over them. The cost is
+        // then spans plus busy bins, not the trace's length in bins (a
+        // stray far-off kernel made that 10^13 one-millisecond bins).
+        while k < busy.len() && busy[k].1 <= b {
+            k += 1;
+        }
+        if let Some(next) = busy.get(k) {
+            let next_bin = next.0.div_euclid(bin) * bin;
+            if next_bin > b {
+                push_changed(&mut out, b, 0.0);
+                b = next_bin;
+            }
+        }
     }
     push_changed(&mut out, b, 0.0);
     out
@@ -227,6 +241,30 @@ mod tests {
         assert_eq!(bins_of(Ns::MAX, Ns::MAX), 1);
         assert_eq!(bins_of(10, 3), 4);
         assert_eq!(bins_of(9, 3), 3);
+    }
+
+    /// Idle stretches are jumped over, with the same samples a bin-by-bin
+    /// walk gives; a span far off costs nothing for the bins between.
+    #[test]
+    fn utilization_jumps_idle_bins() {
+        let busy = [(5, 10), (100, 115), (117, 118), (1_000, 1_010)];
+        let walked = |busy: &[Span], bin: i64| {
+            let (start, end) = (busy[0].0.div_euclid(bin) * bin, busy.last().unwrap().1);
+            let mut out = Vec::new();
+            let mut b = start;
+            while b < end {
+                let ns: i64 = busy.iter().map(|s| (s.1.min(b + bin) - s.0.max(b)).max(0)).sum();
+                push_changed(&mut out, b, 100.0 * ns as f64 / bin as f64);
+                b += bin;
+            }
+            push_changed(&mut out, b, 0.0);
+            out
+        };
+        for bin in [1, 3, 10, 7, 100, 2_000] {
+            assert_eq!(utilization(&busy, bin), walked(&busy, bin), "bin {bin}");
+        }
+        let far = utilization(&[(0, 5), (Ns::MAX - 10, Ns::MAX - 5)], 1_000_000);
+        assert_eq!(far.len(), 4, "{far:?}");
     }
 
     #[test]
