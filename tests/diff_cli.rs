@@ -219,7 +219,7 @@ fn hta_trace_diff_pair() {
         text.contains("32 added, 138 removed, 77 increased, 61 decreased, 124 unchanged"),
         "{text}"
     );
-    assert!(text.contains("idle: sync"), "{text}");
+    assert!(text.contains("idle: host waits on GPU (sync)"), "{text}");
     let md = gapscope(args("md")).expect_code(1).stdout;
     assert!(md.contains("### Regressions"), "{md}");
 }

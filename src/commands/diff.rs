@@ -653,7 +653,7 @@ fn device_section(b: Option<&DeviceSide>, n: Option<&DeviceSide>) -> Section {
     sec.rows.push(row("memset", &|s| s.breakdown.memset_ns));
     sec.rows.push(row("idle", &|s| s.breakdown.idle_ns));
     for cause in Cause::ALL {
-        let name = format!("  idle: {}", cause.name());
+        let name = format!("  idle: {}", cause.label());
         if [b, n]
             .iter()
             .flatten()
