@@ -128,7 +128,7 @@ fn encode_one_million_slices() {
             let file = std::fs::File::create(&path).unwrap();
             let out = std::io::BufWriter::with_capacity(1 << 20, file);
             let (t2, cpu0) = (Instant::now(), thread_cpu_s());
-            let c = perfetto::write(&session, &[], opts, out).unwrap();
+            let c = perfetto::write(&session, Vec::new, opts, out).unwrap();
             times.push(t2.elapsed().as_secs_f64());
             cpu.push(thread_cpu_s() - cpu0);
             counts = Some(c);
@@ -136,7 +136,7 @@ fn encode_one_million_slices() {
         let c = counts.unwrap();
         let mut sink = Vec::with_capacity(c.bytes as usize);
         let t3 = Instant::now();
-        let c_mem = perfetto::write(&session, &[], opts, &mut sink).unwrap();
+        let c_mem = perfetto::write(&session, Vec::new, opts, &mut sink).unwrap();
         let in_memory = t3.elapsed().as_secs_f64();
         times.sort_by(f64::total_cmp);
         cpu.sort_by(f64::total_cmp);

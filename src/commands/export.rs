@@ -50,12 +50,16 @@ pub fn run(args: &ExportArgs) -> Result<Exit> {
     let out = BufWriter::with_capacity(1 << 20, file);
     let (summary, stats) = match args.format {
         ExportFormat::Perfetto => {
-            let findings = perfetto::finding_spans(session.findings());
             let opts = perfetto::Options {
                 compression: (!args.no_compress).then_some(perfetto::DEFAULT_COMPRESSION),
                 ..Default::default()
             };
-            let c = perfetto::write(&session, &findings, &opts, out);
+            let c = perfetto::write(
+                &session,
+                || perfetto::finding_spans(session.findings()),
+                &opts,
+                out,
+            );
             let c = c.with_context(|| format!("{}: write failed", tmp.display()));
             let c = c.inspect_err(|_| {
                 if !in_place {

@@ -3,7 +3,7 @@
 //! collective to every rank that waited for it.
 //!
 //! Ranks are read and written one at a time (one trace in memory), each as
-//! its own packet sequence; the trace processor sorts the whole file when
+//! two packet sequences of its own (its trace, its analysis); the trace processor sorts the whole file when
 //! it loads it. Each waiting rank gets a `Waiting for peers` track under
 //! its GPU: `waiting for rank N` over the wait, then `rank N arrived` over
 //! the rest of its collective (the transfer). The trace processor points a
@@ -100,16 +100,16 @@ pub fn write(
                 pid: GROUP_PID_BASE + k as i32,
                 title: format!("rank {}: {}", s.rank, file_name(&s.source)),
             },
-            sequence: k as u32 + 1,
+            sequence: 2 * k as u32 + 1,
             clock_shift: offsets[k] + lift,
             flow_base: (k as u64 + 1) << 40,
             begin_flows: to_rows(plan.begin_flows),
             span_flows,
         };
         let session = Session::new(&trace, &AnalyzeOptions::default());
-        let c = perfetto::write_rank(&session, &spans, opts, Some(&rank), &mut out)
+        let c = perfetto::write_rank(&session, || spans, opts, Some(&rank), &mut out)
             .with_context(|| format!("rank {}: write failed", s.rank))?;
-        add(&mut total, &c);
+        total.add(&c);
     }
     Ok((total, between))
 }
@@ -204,17 +204,4 @@ fn gpu_rows(trace: &Trace) -> HashMap<(i64, Ns, Ns), u32> {
 
 fn file_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
-}
-
-fn add(a: &mut Counts, b: &Counts) {
-    a.packets += b.packets;
-    a.bytes += b.bytes;
-    a.packet_bytes += b.packet_bytes;
-    a.compressed_chunks += b.compressed_chunks;
-    a.tracks += b.tracks;
-    a.slice_tracks += b.slice_tracks;
-    a.counter_tracks += b.counter_tracks;
-    a.slices += b.slices;
-    a.flows += b.flows;
-    a.counter_samples += b.counter_samples;
 }

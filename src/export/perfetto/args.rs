@@ -162,17 +162,19 @@ pub fn describe<'a>(
         }
         Src::Marker(m) => (Name::Id(trace.markers.name[m as usize]), "gpu_user_annotation"),
         Src::Idle(k) => {
+            // The names `Session::segment_names` gives: operator and
+            // annotation by their rows' names, the source as reports show it.
             let gap = &idle[k as usize];
-            for (name, v) in [
-                ("op", gap.op),
-                ("annotation", gap.annotation),
-                ("source", gap.source),
-            ] {
-                if let Some(v) = v {
-                    args.push(text(name, v));
+            let seg = gap.segment;
+            for (name, op) in [("op", seg.op), ("annotation", seg.annotation)] {
+                if let Some(o) = op {
+                    args.push(id(name, trace.cpu_ops.name[o.index()]));
                 }
             }
-            (Name::Text(gap.cause), "gpu_idle")
+            if let Some(v) = gap.source(trace) {
+                args.push(text("source", v));
+            }
+            (Name::Text(gap.cause()), "gpu_idle")
         }
         Src::Finding(k) => {
             let f = &findings[k as usize];

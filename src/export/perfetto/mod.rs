@@ -2,7 +2,7 @@
 //! and loads cleanly in the trace processor.
 //!
 //! The rules the trace processor needs (breaking one decodes without
-//! error yet loads wrong): one packet sequence with interned names;
+//! error yet loads wrong): interned names per packet sequence;
 //! descriptors first; per track, slices that nest (lanes otherwise)
 //! with ENDs before BEGINs at equal times; packets in time order; flows from
 //! each launch call to its GPU work with unique, terminating ids.
@@ -13,18 +13,18 @@ pub mod proto;
 pub mod tracks;
 pub mod writer;
 
-use crate::export::idle::idle_gaps;
+use crate::export::idle::{idle_gaps, IdleGap};
 use gapscope_analyzers::detectors::Finding;
 use gapscope_analyzers::Session;
-use gapscope_collectors::trace::Ns;
+use gapscope_collectors::trace::{MarkerKind, Ns, Trace};
 use lanes::Edge;
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use tracks::Src;
 pub use writer::Counts;
-use writer::PacketWriter;
+use writer::{PacketWriter, SEQUENCE_ID};
 
 /// Export settings.
 #[derive(Clone, Debug)]
@@ -101,7 +101,8 @@ pub fn finding_spans(findings: &[Finding]) -> Vec<FindingSpan> {
 pub struct RankExport {
     /// The rank's process group and uuid range.
     pub group: tracks::Group,
-    /// Its packet sequence (non-zero, one per rank).
+    /// Its packet sequences: this one (non-zero) for the trace's own
+    /// tracks, the next for the analysis' tracks.
     pub sequence: u32,
     /// Absolute time of the trace's 0 on the job's clock, ns (its origin
     /// plus its clock offset); every written time is this plus the
@@ -121,11 +122,11 @@ pub struct RankExport {
 }
 
 /// Writes the session's trace, with its idle gaps, counters and the
-/// `findings`, as a Perfetto trace to `out` and returns what was written.
-/// `out` should be buffered.
+/// `findings` (made on first use, from the analysis), as a Perfetto trace
+/// to `out` and returns what was written. `out` should be buffered.
 pub fn write<W: Write>(
     session: &Session,
-    findings: &[FindingSpan],
+    findings: impl FnOnce() -> Vec<FindingSpan> + Send,
     opts: &Options,
     out: W,
 ) -> io::Result<Counts> {
@@ -135,19 +136,203 @@ pub fn write<W: Write>(
 /// [`write`], or with `rank`, one rank of a job: its tracks under its own
 /// process group, its times on the job's clock, its flows numbered apart
 /// and the cross-rank flows attached.
+///
+/// Two packet sequences: first the trace's own tracks (threads, streams,
+/// annotations), which need only the trace and are laid out and written
+/// on this thread while the analysis (idle segments, then `findings` and
+/// the counters) runs on another; then the analysis' tracks. The trace
+/// processor sorts the whole file when it loads it, and no flow or nesting
+/// joins the two sequences' tracks but a job's waits.
 pub fn write_rank<W: Write>(
     session: &Session,
+    findings: impl FnOnce() -> Vec<FindingSpan> + Send,
+    opts: &Options,
+    rank: Option<&RankExport>,
+    mut out: W,
+) -> io::Result<Counts> {
+    let trace = session.trace();
+    std::thread::scope(|s| {
+        let analysis = s.spawn(|| {
+            let idle = idle_gaps(session);
+            let findings = findings();
+            let counters = counters(session, &idle, &findings, opts);
+            (idle, findings, counters)
+        });
+        let own = write_own(trace, opts, rank, &mut out);
+        let (idle, findings, counters) = analysis.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let mut own = own?;
+        let derived = Derived {
+            idle: &idle,
+            findings: &findings,
+            counters,
+        };
+        let counts = write_derived(trace, &mut own, derived, opts, rank, &mut out)?;
+        own.counts.add(&counts);
+        Ok(own.counts)
+    })
+}
+
+/// What the trace's own sequence leaves for the analysis' one.
+struct Own {
+    counts: Counts,
+    layout: tracks::Layout,
+    groups: BTreeMap<u32, u64>,
+    /// Added to a trace time to make the written (absolute) one.
+    base: i64,
+    /// No trace time is below this.
+    floor: i64,
+}
+
+/// The analysis' part of the timeline.
+struct Derived<'a, 't> {
+    idle: &'a [IdleGap<'t>],
+    findings: &'a [FindingSpan],
+    counters: Vec<DeviceCounters>,
+}
+
+/// One device's counter samples (time, value).
+struct DeviceCounters {
+    device: u32,
+    utilization: Vec<(i64, f64)>,
+    queue: Vec<(i64, f64)>,
+}
+
+/// Per device that will have a group track: its utilization and launch
+/// queue as counter samples.
+fn counters(
+    session: &Session,
+    idle: &[IdleGap<'_>],
     findings: &[FindingSpan],
+    opts: &Options,
+) -> Vec<DeviceCounters> {
+    let trace = session.trace();
+    let markers = &trace.markers;
+    let mut devices: Vec<u32> = trace.gpu.device.clone();
+    devices.extend(
+        (0..markers.len())
+            .filter(|&i| markers.kind[i] == MarkerKind::GpuAnnotation)
+            .filter_map(|i| markers.device[i]),
+    );
+    devices.extend(idle.iter().map(|g| g.device));
+    devices.extend(findings.iter().map(|f| f.device));
+    devices.sort_unstable();
+    devices.dedup();
+    devices
+        .into_iter()
+        .map(|device| DeviceCounters {
+            device,
+            utilization: session.utilization(device, opts.utilization_bin_ns),
+            queue: session.launch_queue(device),
+        })
+        .collect()
+}
+
+/// The incremental clock counts µs when every time is a whole µs (Kineto
+/// JSON times usually are): most deltas then fit one byte.
+fn clock_unit(mut times: impl Iterator<Item = i64>, base: i64) -> u64 {
+    if times.all(|t| (t + base) % 1000 == 0) {
+        1000
+    } else {
+        1
+    }
+}
+
+/// Lays out and writes the trace's own tracks, with the launch flows.
+fn write_own<W: Write>(trace: &Trace, opts: &Options, rank: Option<&RankExport>, out: W) -> io::Result<Own> {
+    let (items, mut layout, groups) = tracks::build_own(trace, rank.map(|r| &r.group));
+    // Timestamps are absolute in the source's clock when that stays >= 0.
+    // The analysis' times all lie within the trace's events, so the lowest
+    // event time decides for both sequences.
+    let items_min = items.start.iter().copied().min();
+    let floor = items_min.map_or(trace.event_extent().0, |m| m.min(trace.event_extent().0));
+    let base = if let Some(r) = rank {
+        r.clock_shift
+    } else if trace.meta.origin_ns.checked_add(floor).is_some_and(|t| t >= 0) {
+        trace.meta.origin_ns
+    } else {
+        -floor
+    };
+    let abs = |t: i64| (t + base) as u64;
+    let unit = clock_unit(items.start.iter().chain(&items.end).copied(), base);
+
+    // Flow ids: GPU row + 1, started on the launch call, ended on the GPU
+    // row. Only when the work starts no earlier than its call: the flow runs
+    // from the earlier slice to the later one, and a terminating id seen
+    // before its start would be dropped.
+    let flow_call =
+        |g: usize| trace.links.gpu_launch[g].filter(|c| trace.gpu.start[g] >= trace.runtime.start[c.index()]);
+    let flow_base = rank.map_or(0, |r| r.flow_base);
+    let call_flows = CallFlows::new(
+        trace.runtime.len(),
+        (0..trace.gpu.len()).filter_map(|g| flow_call(g).map(|c| (c.index(), flow_base + g as u64 + 1))),
+    );
+    let no_map = HashMap::new();
+    let begin_flows = rank.map_or(&no_map, |r| &r.begin_flows);
+
+    let level = opts.compression.map(|l| flate2::Compression::new(l.min(9)));
+    let t0 = abs(items_min.unwrap_or(floor));
+    let mut w = match rank {
+        Some(r) => PacketWriter::with_sequence(out, &trace.strings, t0, unit, level, r.sequence),
+        None => PacketWriter::new(out, &trace.strings, t0, unit, level),
+    };
+    for td in std::mem::take(&mut layout.descriptors) {
+        w.descriptor(td)?;
+    }
+    let slice_tracks = layout.slices.iter().filter(|t| !t.edges.is_empty()).count();
+    w.set_data_tracks(slice_tracks as u64, 0);
+    emit(
+        &mut w,
+        trace,
+        &[],
+        &[],
+        &items,
+        &layout,
+        abs,
+        |src, starts, ends| match src {
+            Src::Call(r) => starts.extend_from_slice(call_flows.of(r as usize)),
+            Src::Gpu(g) => {
+                if let Some(f) = begin_flows.get(&g) {
+                    starts.extend_from_slice(f);
+                }
+                if flow_call(g as usize).is_some() {
+                    ends.push(flow_base + g as u64 + 1);
+                }
+            }
+            _ => {}
+        },
+    )?;
+    let counts = w.finish()?;
+    layout.slices = Vec::new();
+    Ok(Own {
+        counts,
+        layout,
+        groups,
+        base,
+        floor,
+    })
+}
+
+/// Lays out and writes the analysis' tracks (idle gaps, findings, counters)
+/// as a second packet sequence; nothing when there are none.
+fn write_derived<W: Write>(
+    trace: &Trace,
+    own: &mut Own,
+    derived: Derived<'_, '_>,
     opts: &Options,
     rank: Option<&RankExport>,
     out: W,
 ) -> io::Result<Counts> {
-    let trace = session.trace();
-    let idle = &idle_gaps(session);
-    let (items, mut layout, groups) = tracks::build(trace, idle, findings, rank.map(|r| &r.group));
-    for (&device, &guuid) in &groups {
-        let util = session.utilization(device, opts.utilization_bin_ns);
-        let queue = session.launch_queue(device);
+    let (idle, findings) = (derived.idle, derived.findings);
+    let (items, mut layout) = tracks::build_derived(trace, &own.layout, &mut own.groups, idle, findings);
+    for DeviceCounters {
+        device,
+        utilization: util,
+        queue,
+    } in derived.counters
+    {
+        let Some(&guuid) = own.groups.get(&device) else {
+            continue;
+        };
         let bin_ms = opts.utilization_bin_ns as f64 / 1e6;
         // A counter track without samples is not created by the trace
         // processor, so it is not declared either: the track count we
@@ -171,8 +356,9 @@ pub fn write_rank<W: Write>(
             }
         }
     }
-
-    // Timestamps are absolute in the source's clock when that stays >= 0.
+    if layout.descriptors.is_empty() {
+        return Ok(Counts::default());
+    }
     let counter_times = || layout.counters.iter().flat_map(|c| c.samples.iter().map(|x| x.0));
     let min_ts = items
         .start
@@ -180,62 +366,108 @@ pub fn write_rank<W: Write>(
         .copied()
         .chain(counter_times())
         .min()
-        .unwrap_or(0);
-    let base = if let Some(r) = rank {
-        r.clock_shift
-    } else if trace.meta.origin_ns.checked_add(min_ts).is_some_and(|t| t >= 0) {
-        trace.meta.origin_ns
-    } else {
-        -min_ts
-    };
-    let abs = |t: i64| (t + base) as u64;
-    // The incremental clock counts µs when every time is a whole µs (Kineto
-    // JSON times usually are): most deltas then fit one byte.
-    let whole_us = |t: &i64| (t + base) % 1000 == 0;
-    let unit = if items.start.iter().chain(&items.end).all(whole_us) && counter_times().all(|t| whole_us(&t))
-    {
-        1000
-    } else {
-        1
-    };
-
-    // Flow ids: GPU row + 1, started on the launch call, ended on the GPU
-    // row. Only when the work starts no earlier than its call: the flow runs
-    // from the earlier slice to the later one, and a terminating id seen
-    // before its start would be dropped.
-    let flow_call =
-        |g: usize| trace.links.gpu_launch[g].filter(|c| trace.gpu.start[g] >= trace.runtime.start[c.index()]);
-    let flow_base = rank.map_or(0, |r| r.flow_base);
-    let mut call_flows: Vec<Vec<u64>> = vec![Vec::new(); trace.runtime.len()];
-    for g in 0..trace.gpu.len() {
-        if let Some(c) = flow_call(g) {
-            call_flows[c.index()].push(flow_base + g as u64 + 1);
-        }
+        .unwrap_or(own.floor);
+    let base = own.base;
+    if min_ts < own.floor {
+        // Never seen: idle segments, findings and counters are cut from the
+        // trace's own events. Written anyway, times would be wrong.
+        return Err(io::Error::other(format!(
+            "an analysis time ({min_ts} ns) lies before the trace's first event ({} ns); \
+             please report this trace",
+            own.floor
+        )));
     }
-    let no_map = HashMap::new();
-    let begin_flows = rank.map_or(&no_map, |r| &r.begin_flows);
-    let span_flows = rank.map_or(&no_map, |r| &r.span_flows);
-
+    let abs = |t: i64| (t + base) as u64;
+    let unit = clock_unit(
+        items
+            .start
+            .iter()
+            .chain(&items.end)
+            .copied()
+            .chain(counter_times()),
+        base,
+    );
     let level = opts.compression.map(|l| flate2::Compression::new(l.min(9)));
-    let mut w = match rank {
-        Some(r) => PacketWriter::with_sequence(out, &trace.strings, abs(min_ts), unit, level, r.sequence),
-        None => PacketWriter::new(out, &trace.strings, abs(min_ts), unit, level),
-    };
+    let sequence = rank.map_or(SEQUENCE_ID, |r| r.sequence) + 1;
+    let mut w = PacketWriter::with_sequence(out, &trace.strings, abs(min_ts), unit, level, sequence);
     for td in std::mem::take(&mut layout.descriptors) {
         w.descriptor(td)?;
     }
     let slice_tracks = layout.slices.iter().filter(|t| !t.edges.is_empty()).count();
     let counter_tracks = layout.counters.iter().filter(|t| !t.samples.is_empty()).count();
     w.set_data_tracks(slice_tracks as u64, counter_tracks as u64);
+    let no_map = HashMap::new();
+    let span_flows = rank.map_or(&no_map, |r| &r.span_flows);
+    emit(
+        &mut w,
+        trace,
+        idle,
+        findings,
+        &items,
+        &layout,
+        abs,
+        |src, _, ends| {
+            if let Src::Finding(k) = src {
+                if let Some(f) = span_flows.get(&k) {
+                    ends.extend_from_slice(f);
+                }
+            }
+        },
+    )?;
+    w.finish()
+}
 
-    // k-way merge of every track's events by (time, rank): file order is
-    // time order, and per track the edges keep their own order.
+/// Flow ids started by each runtime call, all in one list.
+struct CallFlows {
+    /// Call `c`'s ids are `ids[start[c]..start[c + 1]]`.
+    start: Vec<u32>,
+    ids: Vec<u64>,
+}
+
+impl CallFlows {
+    /// From `(call, flow id)` pairs, kept in their order per call.
+    fn new(calls: usize, pairs: impl Iterator<Item = (usize, u64)> + Clone) -> CallFlows {
+        let mut start = vec![0u32; calls + 1];
+        for (c, _) in pairs.clone() {
+            start[c + 1] += 1;
+        }
+        for c in 0..calls {
+            start[c + 1] += start[c];
+        }
+        let mut next = start.clone();
+        let mut ids = vec![0; start[calls] as usize];
+        for (c, id) in pairs {
+            ids[next[c] as usize] = id;
+            next[c] += 1;
+        }
+        CallFlows { start, ids }
+    }
+
+    fn of(&self, call: usize) -> &[u64] {
+        &self.ids[self.start[call] as usize..self.start[call + 1] as usize]
+    }
+}
+
+/// Writes every track of `layout` as a k-way merge of their events by
+/// (time, rank): file order is time order, and per track the edges keep
+/// their own order. `flows` fills a BEGIN's started and terminated flow ids.
+#[allow(clippy::too_many_arguments)]
+fn emit<W: Write>(
+    w: &mut PacketWriter<'_, W>,
+    trace: &Trace,
+    idle: &[IdleGap<'_>],
+    findings: &[FindingSpan],
+    items: &tracks::Items,
+    layout: &tracks::Layout,
+    abs: impl Fn(i64) -> u64,
+    flows: impl Fn(Src, &mut Vec<u64>, &mut Vec<u64>),
+) -> io::Result<()> {
     let n_slice = layout.slices.len();
     let mut pos = vec![0usize; n_slice + layout.counters.len()];
     let head = |s: usize, p: usize| -> Option<(i64, u8)> {
         if s < n_slice {
             let t = &layout.slices[s];
-            t.edges.get(p).map(|e| (e.ts, t.rank))
+            t.edges.get(p).map(|e| (e.ts(items), t.rank))
         } else {
             layout.counters[s - n_slice]
                 .samples
@@ -253,43 +485,30 @@ pub fn write_rank<W: Write>(
         .filter_map(|s| head(s, 0).map(|(t, r)| key(t, r, s)))
         .collect();
     let mut args = Vec::with_capacity(16);
-    let no_flows: &[u64] = &[];
+    let (mut starts, mut ends) = (Vec::new(), Vec::new());
     // The top entry is replaced in place (one sift down) rather than popped
     // and pushed again.
     while let Some(mut top) = heap.peek_mut() {
         let s = (top.0 & ((1 << 56) - 1)) as usize;
         let p = pos[s];
+        let t = (top.0 >> 64) as u64 ^ (1 << 63);
+        let t = t as i64;
         if s < n_slice {
             let track = &layout.slices[s];
             let e: Edge = track.edges[p];
-            let src = items.src[e.item() as usize];
             if e.is_end() {
-                w.end(abs(e.ts), track.uuid)?;
+                w.end(abs(t), track.uuid)?;
             } else {
+                let src = items.src[e.item() as usize];
                 let (name, cat) = args::describe(trace, idle, findings, src, &mut args);
-                let launch_flow;
-                let (flows, term): (&[u64], &[u64]) = match src {
-                    Src::Call(r) => (&call_flows[r as usize], no_flows),
-                    Src::Gpu(g) => {
-                        launch_flow = [flow_base + g as u64 + 1];
-                        let starts = begin_flows.get(&g).map_or(no_flows, Vec::as_slice);
-                        (
-                            starts,
-                            if flow_call(g as usize).is_some() {
-                                &launch_flow
-                            } else {
-                                no_flows
-                            },
-                        )
-                    }
-                    Src::Finding(k) => (no_flows, span_flows.get(&k).map_or(no_flows, Vec::as_slice)),
-                    _ => (no_flows, no_flows),
-                };
-                w.begin(abs(e.ts), track.uuid, name, cat, &args, flows, term)?;
+                starts.clear();
+                ends.clear();
+                flows(src, &mut starts, &mut ends);
+                w.begin(abs(t), track.uuid, name, cat, &args, &starts, &ends)?;
             }
         } else {
             let c = &layout.counters[s - n_slice];
-            let (t, v) = c.samples[p];
+            let (_, v) = c.samples[p];
             w.counter(abs(t), c.uuid, v)?;
         }
         pos[s] = p + 1;
@@ -300,5 +519,5 @@ pub fn write_rank<W: Write>(
             }
         }
     }
-    w.finish()
+    Ok(())
 }

@@ -106,6 +106,8 @@ pub struct Layout {
     /// Counter tracks, filled by the caller via [`Layout::counter_track`].
     pub counters: Vec<CounterTrack>,
     next_uuid: u64,
+    /// The rank's process group in a job's export.
+    group_uuid: Option<u64>,
 }
 
 impl Layout {
@@ -122,6 +124,30 @@ impl Layout {
             sibling_order_rank: Some(rank),
             ..Default::default()
         }
+    }
+
+    /// Declares device `d`'s group track (`GPU 0: NVIDIA H100`, its
+    /// children in explicit order) and returns its uuid.
+    fn gpu_group(&mut self, trace: &Trace, d: u32) -> u64 {
+        let dev_name = (0..trace.devices.len())
+            .find(|&i| trace.devices.id[i] == d)
+            .map(|i| trace.strings.get(trace.devices.name[i]))
+            .filter(|n| !n.is_empty());
+        let title = match dev_name {
+            Some(n) => format!("GPU {d}: {n}"),
+            None => format!("GPU {d}"),
+        };
+        // Below a rank's threads when grouped.
+        let order = if self.group_uuid.is_some() {
+            1_000_000 + d as i32
+        } else {
+            0
+        };
+        let mut gpu_group = self.named(title, self.group_uuid, order);
+        gpu_group.child_ordering = Some(ChildOrdering::Explicit as i32);
+        let guuid = gpu_group.uuid.unwrap_or_default();
+        self.descriptors.push(gpu_group);
+        guuid
     }
 
     /// Adds the lanes of `order` (sorted items) as tracks: the first uses
@@ -206,16 +232,12 @@ pub struct Group {
     pub title: String,
 }
 
-/// Builds the items and the track tree of `trace`. Returns the layout and
-/// the uuid of each device's group track (for counters), by device. With a
-/// `group`, every track goes under that one process group: threads as
-/// named tracks (`main (pid 4242)`), GPU groups as its children.
-pub fn build(
-    trace: &Trace,
-    idle: &[IdleGap<'_>],
-    findings: &[FindingSpan],
-    group: Option<&Group>,
-) -> (Items, Layout, BTreeMap<u32, u64>) {
+/// The trace's own tracks: its items and track tree, and the uuid of each
+/// device's group track, by device. With a `group`, every track goes under
+/// that one process group: threads as named tracks (`main (pid 4242)`), GPU
+/// groups as its children. Needs the trace only, so the export lays it out
+/// and writes it while the analysis runs.
+pub fn build_own(trace: &Trace, group: Option<&Group>) -> (Items, Layout, BTreeMap<u32, u64>) {
     let mut items = Items::default();
     let mut layout = Layout {
         next_uuid: group.map_or(0, |g| g.uuid_base),
@@ -233,6 +255,7 @@ pub fn build(
         });
         u
     });
+    layout.group_uuid = group_uuid;
 
     // CPU: one process track per pid, one thread track (+ lanes) per thread.
     let mut per_thread: Vec<Vec<u32>> = vec![Vec::new(); trace.threads.len()];
@@ -336,45 +359,13 @@ pub fn build(
             per_device_ann.entry(device).or_default().push(it);
         }
     }
-    let mut per_device_idle: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for (k, g) in idle.iter().enumerate() {
-        let it = items.push(g.start, g.end, Src::Idle(k as u32));
-        per_device_idle.entry(g.device).or_default().push(it);
-    }
-    let mut per_device_finding: BTreeMap<(u32, &str), Vec<u32>> = BTreeMap::new();
-    for (k, f) in findings.iter().enumerate() {
-        let it = items.push(f.start, f.end, Src::Finding(k as u32));
-        per_device_finding
-            .entry((f.device, f.track))
-            .or_default()
-            .push(it);
-    }
     let mut devices: Vec<u32> = per_stream.keys().map(|k| k.0).collect();
     devices.extend(per_device_ann.keys());
-    devices.extend(per_device_idle.keys());
-    devices.extend(per_device_finding.keys().map(|k| k.0));
     devices.sort_unstable();
     devices.dedup();
     let mut groups = BTreeMap::new();
     for &d in &devices {
-        let dev_name = (0..trace.devices.len())
-            .find(|&i| trace.devices.id[i] == d)
-            .map(|i| trace.strings.get(trace.devices.name[i]))
-            .filter(|n| !n.is_empty());
-        let title = match dev_name {
-            Some(n) => format!("GPU {d}: {n}"),
-            None => format!("GPU {d}"),
-        };
-        // Below a rank's threads when grouped.
-        let order = if group_uuid.is_some() {
-            1_000_000 + d as i32
-        } else {
-            0
-        };
-        let mut gpu_group = layout.named(title, group_uuid, order);
-        gpu_group.child_ordering = Some(ChildOrdering::Explicit as i32);
-        let guuid = gpu_group.uuid.unwrap_or_default();
-        layout.descriptors.push(gpu_group);
+        let guuid = layout.gpu_group(trace, d);
         groups.insert(d, guuid);
         let mut rank = 0;
         for (&(_, stream, sync), order) in per_stream.range_mut((d, i64::MIN, false)..=(d, i64::MAX, true)) {
@@ -388,15 +379,57 @@ pub fn build(
             let first = layout.named(base.clone(), Some(guuid), rank);
             layout.lanes(&items, order, first, &base, Some(guuid), RANK_GPU);
         }
-        for (name, map, r) in [
-            ("GPU annotations", &mut per_device_ann, 10_000),
-            ("GPU idle", &mut per_device_idle, 10_001),
-        ] {
-            if let Some(order) = map.get_mut(&d) {
-                sort_items(&items, order, |_| 0);
-                let first = layout.named(name.to_string(), Some(guuid), r);
-                layout.lanes(&items, order, first, name, Some(guuid), RANK_DERIVED);
-            }
+        if let Some(order) = per_device_ann.get_mut(&d) {
+            sort_items(&items, order, |_| 0);
+            let name = "GPU annotations";
+            let first = layout.named(name.to_string(), Some(guuid), 10_000);
+            layout.lanes(&items, order, first, name, Some(guuid), RANK_DERIVED);
+        }
+    }
+    (items, layout, groups)
+}
+
+/// The analysis' tracks under each device's group: idle gaps and findings
+/// (a job's waits too). Their uuids follow `own`'s; a device without a
+/// group in `groups` (no GPU rows or annotations of its own) gets one here.
+/// The returned layout holds only the new tracks' descriptors.
+pub fn build_derived(
+    trace: &Trace,
+    own: &Layout,
+    groups: &mut BTreeMap<u32, u64>,
+    idle: &[IdleGap<'_>],
+    findings: &[FindingSpan],
+) -> (Items, Layout) {
+    let mut items = Items::default();
+    let mut layout = Layout {
+        next_uuid: own.next_uuid,
+        group_uuid: own.group_uuid,
+        ..Layout::default()
+    };
+    let mut per_device_idle: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (k, g) in idle.iter().enumerate() {
+        let it = items.push(g.start(), g.end(), Src::Idle(k as u32));
+        per_device_idle.entry(g.device).or_default().push(it);
+    }
+    let mut per_device_finding: BTreeMap<(u32, &str), Vec<u32>> = BTreeMap::new();
+    for (k, f) in findings.iter().enumerate() {
+        let it = items.push(f.start, f.end, Src::Finding(k as u32));
+        per_device_finding
+            .entry((f.device, f.track))
+            .or_default()
+            .push(it);
+    }
+    let mut devices: Vec<u32> = per_device_idle.keys().copied().collect();
+    devices.extend(per_device_finding.keys().map(|k| k.0));
+    devices.sort_unstable();
+    devices.dedup();
+    for &d in &devices {
+        let guuid = *groups.entry(d).or_insert_with(|| layout.gpu_group(trace, d));
+        if let Some(order) = per_device_idle.get_mut(&d) {
+            sort_items(&items, order, |_| 0);
+            let name = "GPU idle";
+            let first = layout.named(name.to_string(), Some(guuid), 10_001);
+            layout.lanes(&items, order, first, name, Some(guuid), RANK_DERIVED);
         }
         // Findings, then any other span tracks (a job's waits), by name.
         for (k, (&(_, name), order)) in per_device_finding.range_mut((d, "")..(d + 1, "")).enumerate() {
@@ -405,5 +438,5 @@ pub fn build(
             layout.lanes(&items, order, first, name, Some(guuid), RANK_DERIVED);
         }
     }
-    (items, layout, groups)
+    (items, layout)
 }

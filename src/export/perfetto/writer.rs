@@ -69,6 +69,22 @@ pub struct Counts {
     pub counter_samples: u64,
 }
 
+impl Counts {
+    /// Adds `other`'s counts (another sequence of the same file).
+    pub fn add(&mut self, other: &Counts) {
+        self.packets += other.packets;
+        self.bytes += other.bytes;
+        self.packet_bytes += other.packet_bytes;
+        self.compressed_chunks += other.compressed_chunks;
+        self.tracks += other.tracks;
+        self.slice_tracks += other.slice_tracks;
+        self.counter_tracks += other.counter_tracks;
+        self.slices += other.slices;
+        self.flows += other.flows;
+        self.counter_samples += other.counter_samples;
+    }
+}
+
 /// A slice or arg name: a string of the trace's pool, or other text.
 #[derive(Clone, Copy, Debug)]
 pub enum Name<'a> {
