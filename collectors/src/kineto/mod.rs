@@ -445,7 +445,9 @@ fn finish(read: Pass1, file: &str) -> Result<Imported, KinetoError> {
     } = read;
     let seen = reach.seen;
     let trace = usable(builder.finish(), file, seen.dropped)?;
-    release_freed_memory();
+    if len >= TRIM_MIN_BYTES {
+        release_freed_memory();
+    }
     let truncated = match (reach.cut, gzip_cut) {
         (Some(inside_events), _) => Some(Truncation {
             offset: len,
@@ -474,6 +476,11 @@ fn finish(read: Pass1, file: &str) -> Result<Imported, KinetoError> {
         trace,
     })
 }
+
+/// JSON this big or bigger gives its freed memory back after the import
+/// ([`release_freed_memory`]); below, there is little to give and the call
+/// would only cost (the Python API and fuzzing import many small files).
+const TRIM_MIN_BYTES: usize = 64 << 20;
 
 /// Hands the memory the import freed back to the kernel. The parse threads
 /// build their chunks' rows in allocator arenas of their own; once the rows
