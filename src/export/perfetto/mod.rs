@@ -207,16 +207,24 @@ fn counters(
 ) -> Vec<DeviceCounters> {
     let trace = session.trace();
     let markers = &trace.markers;
-    let mut devices: Vec<u32> = trace.gpu.device.clone();
-    devices.extend(
-        (0..markers.len())
-            .filter(|&i| markers.kind[i] == MarkerKind::GpuAnnotation)
-            .filter_map(|i| markers.device[i]),
-    );
-    devices.extend(idle.iter().map(|g| g.device));
-    devices.extend(findings.iter().map(|f| f.device));
+    // A handful of devices among millions of rows: a scan of the few seen
+    // so far beats collecting and sorting every row's device.
+    let mut devices: Vec<u32> = Vec::new();
+    let annotations = (0..markers.len())
+        .filter(|&i| markers.kind[i] == MarkerKind::GpuAnnotation)
+        .filter_map(|i| markers.device[i]);
+    let all = trace.gpu.device.iter().copied().chain(annotations);
+    let all = all
+        .chain(idle.iter().map(|g| g.device))
+        .chain(findings.iter().map(|f| f.device));
+    let mut last = None;
+    for d in all {
+        if last != Some(d) && !devices.contains(&d) {
+            devices.push(d);
+        }
+        last = Some(d);
+    }
     devices.sort_unstable();
-    devices.dedup();
     devices
         .into_iter()
         .map(|device| DeviceCounters {
