@@ -529,3 +529,22 @@ fn emit<W: Write>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::CallFlows;
+
+    #[test]
+    fn call_flows_keep_each_calls_ids_in_order() {
+        // Call 1 launches three rows (a graph launch), call 3 one, calls 0
+        // and 2 none; the pairs come in GPU row order, interleaved.
+        let pairs = [(1, 11), (3, 31), (1, 12), (1, 13)];
+        let f = CallFlows::new(4, pairs.iter().copied());
+        assert_eq!(f.of(0), &[] as &[u64]);
+        assert_eq!(f.of(1), &[11, 12, 13]);
+        assert_eq!(f.of(2), &[] as &[u64]);
+        assert_eq!(f.of(3), &[31]);
+        let none = CallFlows::new(2, std::iter::empty());
+        assert!(none.of(0).is_empty() && none.of(1).is_empty());
+    }
+}
