@@ -250,9 +250,10 @@ fn write_own<W: Write>(trace: &Trace, opts: &Options, rank: Option<&RankExport>,
     let (items, mut layout, groups) = tracks::build_own(trace, rank.map(|r| &r.group));
     // Timestamps are absolute in the source's clock when that stays >= 0.
     // The analysis' times all lie within the trace's events, so the lowest
-    // event time decides for both sequences.
+    // event time decides for both sequences (the items are rows of the
+    // tables it is taken over: none starts below it).
+    let floor = trace.event_extent().0;
     let items_min = items.start.iter().copied().min();
-    let floor = items_min.map_or(trace.event_extent().0, |m| m.min(trace.event_extent().0));
     let base = if let Some(r) = rank {
         r.clock_shift
     } else if trace.meta.origin_ns.checked_add(floor).is_some_and(|t| t >= 0) {
