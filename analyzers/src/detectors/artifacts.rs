@@ -100,7 +100,7 @@ pub(crate) fn partial_last_step(trace: &Trace, device: u32, steps: &[Step]) -> O
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let mut out = Vec::new();
-    let prof = cx.take(claims, |p| p.seg.cause == Cause::Profiler);
+    let prof = cx.take(claims, |p| p.cause == Cause::Profiler);
     if !prof.is_empty() {
         let ns = cx.total(&prof);
         let mut d = Draft::new(
@@ -122,7 +122,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     // `ws` and the last run up to `we`.
     let edge = edge_spans(cx);
     let edges = cx.take(claims, |p| {
-        p.seg.cause == Cause::Untraced && edge.iter().any(|&(s, e)| p.start >= s && p.end <= e)
+        p.cause == Cause::Untraced && edge.iter().any(|&(s, e)| p.start >= s && p.end <= e)
     });
     if !edges.is_empty() {
         let ns = cx.total(&edges);

@@ -69,7 +69,7 @@ enum By {
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let taken = cx.take(claims, |p| {
-        matches!(p.seg.cause, Cause::CpuOp | Cause::FrameworkOverhead)
+        matches!(p.cause, Cause::CpuOp | Cause::FrameworkOverhead)
     });
     let by = grouping(cx, &taken);
     // Keys: `r:` + range name, `o:` + operator name, empty for overhead;
@@ -84,7 +84,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let keyed = taken.iter().zip(&by).map(|(&i, b)| {
         let k = match *b {
             By::Range(r) => (0u8, name_of(Some(r))),
-            By::Operator => (1, name_of(cx.pieces[i].seg.op)),
+            By::Operator => (1, name_of(cx.seg(&cx.pieces[i]).op)),
             By::Framework => (2, Strings::EMPTY),
         };
         (k, i)
@@ -112,13 +112,13 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let ops: Vec<usize> = pieces
                 .iter()
                 .copied()
-                .filter(|&i| cx.pieces[i].seg.cause == Cause::CpuOp)
+                .filter(|&i| cx.pieces[i].cause == Cause::CpuOp)
                 .collect();
             let (op, _, src) = cx.blame(&ops);
             let n_ops = {
                 let names: FxHashSet<u32> = ops
                     .iter()
-                    .filter_map(|&i| cx.pieces[i].seg.op)
+                    .filter_map(|&i| cx.seg(&cx.pieces[i]).op)
                     .map(|op| cx.trace.cpu_ops.name[op.index()].0)
                     .collect();
                 names.len()
@@ -166,7 +166,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                     advice(cx, &pieces)
                 ),
             );
-            d.occurrences = cx.distinct(&pieces, |p| p.seg.op);
+            d.occurrences = cx.distinct(&pieces, |p| cx.seg(p).op);
             d.blame = Some(blame);
             d
         } else {
@@ -212,7 +212,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
 /// module documentation.
 fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
     let default = |i: usize| {
-        if cx.pieces[i].seg.cause == Cause::CpuOp {
+        if cx.pieces[i].cause == Cause::CpuOp {
             By::Operator
         } else {
             By::Framework
@@ -236,9 +236,9 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
         }
         if let Some(range) = ranges[a] {
             let names: FxHashSet<u32> = (a..b)
-                .map(|k| &cx.pieces[taken[k]].seg)
-                .filter(|s| s.cause == Cause::CpuOp)
-                .filter_map(|s| s.op)
+                .map(|k| &cx.pieces[taken[k]])
+                .filter(|p| p.cause == Cause::CpuOp)
+                .filter_map(|p| cx.seg(p).op)
                 .map(|op| cx.trace.cpu_ops.name[op.index()].0)
                 .collect();
             if names.len() >= 2 {
@@ -258,7 +258,7 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
 /// marked.
 /// `user_name` says whether a range name is a user range's.
 fn user_range(cx: &Cx, i: usize, user_name: &mut NameTest<impl Fn(&str) -> bool>) -> Option<OpRow> {
-    let seg = &cx.pieces[i].seg;
+    let seg = cx.seg(&cx.pieces[i]);
     let ops = &cx.trace.cpu_ops;
     cx.trace.ancestors(seg.op.or(seg.annotation)).find(|at| {
         let r = at.index();
@@ -395,8 +395,9 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
         let p = &cx.pieces[i];
         let d = p.dur();
         total += d;
-        let region = region_of(p.seg.op.or(p.seg.annotation));
-        let src = p.seg.source;
+        let seg = cx.seg(p);
+        let region = region_of(seg.op.or(seg.annotation));
+        let src = seg.source;
         let src_compiled = src != Strings::EMPTY && compiled_source.test(t.strings.get(src), src);
         if region.is_some() || src_compiled {
             compiled += d;
@@ -404,7 +405,7 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
                 regions.push(r);
             }
         }
-        if let Some(op) = p.seg.op.filter(|_| p.seg.cause == Cause::CpuOp) {
+        if let Some(op) = seg.op.filter(|_| p.cause == Cause::CpuOp) {
             op_total += d;
             if cx.ops.launches[op.index()] {
                 launching += d;

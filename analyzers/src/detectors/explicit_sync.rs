@@ -22,7 +22,7 @@ use crate::format::duration;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, false, |p| {
-        p.seg.cause == Cause::Sync && p.blocking.is_some_and(|b| cx.sync_kind(b).0 == SyncKind::Plain)
+        p.cause == Cause::Sync && p.blocking.is_some_and(|b| cx.sync_kind(b).0 == SyncKind::Plain)
     });
     groups
         .iter()

@@ -27,7 +27,7 @@ use crate::format::duration;
 use crate::names::is_capture_begin_api;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
-    let pieces = cx.take(claims, |p| p.seg.cause == Cause::GraphCapture);
+    let pieces = cx.take(claims, |p| p.cause == Cause::GraphCapture);
     if pieces.is_empty() {
         return None;
     }

@@ -155,9 +155,9 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let r = f.range.index();
             let (s, e, th) = (ops.start[r], ops.end[r], ops.thread[r]);
             pieces.extend(cx.take_in(claims, (s, e), |p| {
-                p.thread() == Some(th)
+                cx.thread(p) == Some(th)
                     && matches!(
-                        p.seg.cause,
+                        p.cause,
                         Cause::CpuOp | Cause::FrameworkOverhead | Cause::LaunchOverhead
                     )
             }));

@@ -433,7 +433,7 @@ struct Held {
 pub(super) fn held_rows(cx: &Cx, claims: &[bool]) -> Vec<(GpuRow, Vec<usize>)> {
     let mut out: Vec<(GpuRow, Vec<usize>)> = Vec::new();
     for (i, p) in cx.pieces.iter().enumerate() {
-        if claims[i] || p.seg.cause != Cause::Queued {
+        if claims[i] || p.cause != Cause::Queued {
             continue;
         }
         let Some(row) = cx.next_row(p.end) else {

@@ -64,7 +64,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         for r in &rs {
             pieces.extend(cx.take_in(claims, r.span, |p| {
                 matches!(
-                    p.seg.cause,
+                    p.cause,
                     Cause::CpuOp | Cause::FrameworkOverhead | Cause::LaunchOverhead
                 )
             }));

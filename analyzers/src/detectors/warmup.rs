@@ -41,14 +41,14 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     };
     let pieces = cx.take(claims, |p| {
         let host_side = matches!(
-            p.seg.cause,
+            p.cause,
             Cause::CpuOp | Cause::FrameworkOverhead | Cause::LaunchOverhead
         );
         let copy = matches!(
             p.class,
             Some(CallClass::Pageable | CallClass::TinyHtoD | CallClass::SyncCopy)
         );
-        host_side && !copy && (p.seg.first_call || in_lazy(p.start, p.end))
+        host_side && !copy && (cx.seg(p).first_call || in_lazy(p.start, p.end))
     });
     let idle = cx.total(&pieces);
     if idle < NOISE_NS {
@@ -67,10 +67,11 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     let mut ranges: BTreeMap<String, Ns> = BTreeMap::new();
     for &i in &pieces {
         let p = &cx.pieces[i];
-        if !p.seg.first_call {
+        let seg = cx.seg(p);
+        if !seg.first_call {
             continue;
         }
-        let row = p.seg.op.or(p.seg.annotation);
+        let row = seg.op.or(seg.annotation);
         if let Some(r) = row.and_then(|r| cx.ops.warmup_range[r.index()]) {
             *ranges
                 .entry(t.strings.get(ops.name[r.index()]).to_string())

@@ -65,19 +65,20 @@ impl Cx<'_> {
     /// The call site of a piece: its source frame, else its outermost
     /// operator, else its annotation.
     pub fn site(&self, p: &Piece) -> String {
+        let seg = self.seg(p);
         let anchor = match p.blocking {
             Some(b) => self.trace.links.runtime_op[b.index()],
-            None => p.seg.op,
+            None => seg.op,
         };
         let src = match (p.blocking, anchor) {
             (Some(_), Some(a)) => self.ops.source[a.index()],
-            _ => p.seg.source,
+            _ => seg.source,
         };
         if let Some(s) = self.source(src) {
             return s;
         }
         self.name(self.outer_operator(anchor))
-            .or_else(|| self.name(p.seg.annotation))
+            .or_else(|| self.name(seg.annotation))
             .unwrap_or_default()
     }
 
@@ -99,13 +100,14 @@ impl Cx<'_> {
         let mut rep: FxHashMap<NameKey, BlameRows> = FxHashMap::default();
         for &i in pieces {
             let p = &self.pieces[i];
+            let seg = self.seg(p);
             let op = match p.blocking {
                 Some(b) => self.outer_operator(self.trace.links.runtime_op[b.index()]),
-                None => p.seg.op,
+                None => seg.op,
             };
-            let key = (name_row(op), name_row(p.seg.annotation), p.seg.source);
+            let key = (name_row(op), name_row(seg.annotation), seg.source);
             *by.entry(key).or_default() += p.dur();
-            rep.entry(key).or_insert((op, p.seg.annotation));
+            rep.entry(key).or_insert((op, seg.annotation));
         }
         let Some((key, _)) = by
             .into_iter()

@@ -5,6 +5,7 @@
 //! (`detect_device`), from the same evidence.
 
 use super::piece::Piece;
+use super::pieces::split_at;
 use crate::attribution::OpContext;
 use crate::detectors::artifacts;
 use crate::evidence::DeviceEvidence;
@@ -12,7 +13,8 @@ use crate::intervals::Span;
 use crate::platform::Platform;
 use crate::segments::IdleSegment;
 use crate::window::{Step, Window};
-use gapscope_collectors::trace::{GpuRow, Ns, Trace};
+use gapscope_collectors::trace::{GpuRow, Ns, ThreadId, Trace};
+use std::borrow::Cow;
 
 /// Everything the detectors of one device share.
 pub(crate) struct Cx<'a> {
@@ -22,6 +24,9 @@ pub(crate) struct Cx<'a> {
     pub window: Span,
     pub steps: &'a [Step],
     pub ev: &'a DeviceEvidence,
+    /// The device's idle segments, split at the edges of lazy kernel
+    /// loading: what [`Piece::seg`] indexes.
+    pub segs: Cow<'a, [IdleSegment]>,
     pub pieces: Vec<Piece>,
     /// Per `runtime` row: the first busy or sync GPU row of this device it
     /// launched, if any.
@@ -44,7 +49,7 @@ impl<'a> Cx<'a> {
         comm: &'a [bool],
         ev: &'a DeviceEvidence,
         window: &'a Window,
-        segs: &[IdleSegment],
+        segs: &'a [IdleSegment],
     ) -> Cx<'a> {
         let device = ev.device;
         let mut call_gpu = vec![None; trace.runtime.len()];
@@ -60,6 +65,7 @@ impl<'a> Cx<'a> {
             window: window.span,
             steps: &window.steps,
             ev,
+            segs: split_at(segs, &ev.lazy_loading),
             pieces: Vec::new(),
             call_gpu,
             partial_last: artifacts::partial_last_step(trace, device, &window.steps),
@@ -67,8 +73,30 @@ impl<'a> Cx<'a> {
             busy: crate::gaps::busy_rows(trace, device),
             comm,
         };
-        cx.pieces = cx.cut(segs);
+        cx.pieces = cx.cut();
         cx
+    }
+
+    /// The segment piece `p` was cut from: its operator, annotation,
+    /// source and first call.
+    pub fn seg(&self, p: &Piece) -> &IdleSegment {
+        &self.segs[p.seg as usize]
+    }
+
+    /// The CPU thread whose time piece `p` is, if known: the thread of its
+    /// blocking call or call of interest, else of its segment's operator
+    /// or annotation, else the device's first launching thread.
+    pub fn thread(&self, p: &Piece) -> Option<ThreadId> {
+        let seg = self.seg(p);
+        p.blocking
+            .or(p.call)
+            .map(|c| self.trace.runtime.thread[c.index()])
+            .or_else(|| {
+                seg.op
+                    .or(seg.annotation)
+                    .map(|o| self.trace.cpu_ops.thread[o.index()])
+            })
+            .or_else(|| self.ev.launchers.first().copied())
     }
 
     /// Total length of `pieces`.

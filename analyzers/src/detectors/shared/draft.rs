@@ -83,7 +83,7 @@ impl Cx<'_> {
             if d.remove_piece_cpu {
                 for &i in &d.pieces {
                     let p = &self.pieces[i];
-                    if let Some(t) = p.thread() {
+                    if let Some(t) = self.thread(p) {
                         match edit.remove_cpu.last_mut() {
                             // The replay takes the union of each thread's
                             // spans, and a group's pieces mostly run back

@@ -2,9 +2,7 @@
 //! detectors' biggest table, cut by [`super::pieces`].
 
 use crate::causes::Cause;
-
-use crate::segments::IdleSegment;
-use gapscope_collectors::trace::{CallRow, Ns, OpRow, StrId, ThreadId};
+use gapscope_collectors::trace::{CallRow, Ns};
 
 /// What a runtime call inside an idle stretch is, for the detectors that
 /// blame the call itself rather than the code around it.
@@ -38,61 +36,33 @@ pub(crate) const COPY_SYNC_PAIR_NS: Ns = 50_000;
 
 /// One piece of an idle segment: the segment cut at the edges of the
 /// runtime calls of interest.
+///
+/// What the segment says beyond its cause (operator, annotation, source,
+/// first call) is read through [`Cx::seg`](super::context::Cx::seg), and
+/// the piece's CPU thread through
+/// [`Cx::thread`](super::context::Cx::thread): pieces are the detectors'
+/// biggest table (millions on a large trace), so each keeps only what
+/// the claims test on every piece.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Piece {
     pub start: Ns,
     pub end: Ns,
-    pub seg: SegmentBlame,
+    /// The piece's segment: an index into [`Cx::segs`](super::context::Cx::segs).
+    pub seg: u32,
     /// The blocking call holding the piece (cause `sync`), if any.
     pub blocking: Option<CallRow>,
     /// The call of interest holding the piece, if any.
     pub call: Option<CallRow>,
-    pub class: Option<CallClass>,
-    /// The CPU thread whose time the piece is, as its index
-    /// ([`NO_THREAD`]: none); read through [`Piece::thread`]. A bare
-    /// index, not an `Option<ThreadId>`, keeps a piece at 48 bytes instead
-    /// of 56 (millions of pieces on a big trace).
-    pub thread_index: u32,
-}
-
-/// [`Piece::thread_index`] of a piece without a thread.
-pub(crate) const NO_THREAD: u32 = u32::MAX;
-
-/// What a piece's segment says, without the segment's own bounds (the
-/// piece has its own): pieces are the detectors' biggest table (millions
-/// on a large trace), so they keep only this.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SegmentBlame {
+    /// Why the device was idle (the segment's cause).
     pub cause: Cause,
-    pub op: Option<OpRow>,
-    pub annotation: Option<OpRow>,
-    pub source: StrId,
-    /// The segment waits on a first call ([`IdleSegment::first_call`]).
-    pub first_call: bool,
-}
-
-impl SegmentBlame {
-    pub(crate) fn of(seg: &IdleSegment) -> SegmentBlame {
-        SegmentBlame {
-            cause: seg.cause,
-            op: seg.op,
-            annotation: seg.annotation,
-            source: seg.source,
-            first_call: seg.first_call,
-        }
-    }
+    pub class: Option<CallClass>,
 }
 
 impl Piece {
-    /// The CPU thread whose time the piece is, if known.
-    pub fn thread(&self) -> Option<ThreadId> {
-        (self.thread_index != NO_THREAD).then_some(ThreadId(self.thread_index))
-    }
-
     pub fn dur(&self) -> Ns {
         self.end - self.start
     }
 }
 
-// A piece stays at 48 bytes: there are millions of them on a big trace.
-const _: () = assert!(std::mem::size_of::<Piece>() == 48);
+// A piece stays at 32 bytes: there are millions of them on a big trace.
+const _: () = assert!(std::mem::size_of::<Piece>() == 32);

@@ -13,21 +13,22 @@ use std::borrow::Cow;
 pub(crate) use super::piece::*;
 
 impl Cx<'_> {
-    /// Cuts segments at the edges of the calls of interest and of lazy
-    /// kernel loading (D16's warm-up claims exactly the time under it).
+    /// Cuts [`Cx::segs`] at the edges of the calls of interest (they are
+    /// already split at the edges of lazy kernel loading, whose time D16's
+    /// warm-up claims exactly).
     /// No call explains time once the next work is queued, nor graph setup
     /// or profiler time: those pieces carry no call.
-    pub(crate) fn cut(&self, segs: &[IdleSegment]) -> Vec<Piece> {
+    pub(crate) fn cut(&self) -> Vec<Piece> {
         let calls = self.calls_of_interest();
-        let segs = split_at(segs, &self.ev.lazy_loading);
-        let mut out = Vec::with_capacity(segs.len());
+        let mut out = Vec::with_capacity(self.segs.len());
         let mut k = 0;
-        for seg in segs.iter() {
+        for (n, seg) in self.segs.iter().enumerate() {
+            let n = u32::try_from(n).expect("idle segments past u32::MAX");
             while k < calls.len() && calls[k].1 <= seg.start {
                 k += 1;
             }
             if matches!(seg.cause, Cause::GraphCapture | Cause::Profiler) || seg.start >= seg.queued_from {
-                out.push(self.piece(seg, seg.start, seg.end, None, None));
+                out.push(self.piece(n, seg, seg.start, seg.end, None, None));
                 continue;
             }
             let host_end = seg.end.min(seg.queued_from);
@@ -46,19 +47,22 @@ impl Cx<'_> {
                     _ => (None, None, host_end),
                 };
                 if until > at {
-                    out.push(self.piece(seg, at, until, call, class));
+                    out.push(self.piece(n, seg, at, until, call, class));
                 }
                 at = until.max(at);
             }
             if host_end < seg.end {
-                out.push(self.piece(seg, host_end, seg.end, None, None));
+                out.push(self.piece(n, seg, host_end, seg.end, None, None));
             }
         }
         out
     }
 
-    pub(crate) fn piece(
+    /// Piece `[start, end)` of segment `seg` (index `n` in
+    /// [`Cx::segs`]).
+    fn piece(
         &self,
+        n: u32,
         seg: &IdleSegment,
         start: Ns,
         end: Ns,
@@ -69,21 +73,14 @@ impl Cx<'_> {
             Cause::Sync => self.ev.blocking_at(start).map(|b| b.call),
             _ => None,
         };
-        let ops = &self.trace.cpu_ops;
-        let rt = &self.trace.runtime;
-        let thread = blocking
-            .or(call)
-            .map(|c| rt.thread[c.index()])
-            .or_else(|| seg.op.or(seg.annotation).map(|o| ops.thread[o.index()]))
-            .or_else(|| self.ev.launchers.first().copied());
         Piece {
             start,
             end,
-            seg: SegmentBlame::of(seg),
+            seg: n,
             blocking,
             call,
+            cause: seg.cause,
             class,
-            thread_index: thread.map_or(NO_THREAD, |t| t.0),
         }
     }
 
@@ -190,7 +187,7 @@ impl Cx<'_> {
 }
 
 /// `segs` split at the edges of the sorted, disjoint `spans`.
-fn split_at<'s>(segs: &'s [IdleSegment], spans: &[(Ns, Ns)]) -> Cow<'s, [IdleSegment]> {
+pub(crate) fn split_at<'s>(segs: &'s [IdleSegment], spans: &[(Ns, Ns)]) -> Cow<'s, [IdleSegment]> {
     // Without spans the segments are the pieces' input as they are: a copy
     // would be as big as the segments (84 MB on a 551 MB DDP trace).
     if spans.is_empty() {

@@ -126,13 +126,13 @@ impl Cx<'_> {
     pub fn drain_after(&self, pieces: &[usize]) -> Ns {
         let mut seen: HashSet<usize> = HashSet::new();
         for &i in pieces {
-            if self.pieces[i].seg.cause != Cause::Sync || !self.followed_by_work(i) {
+            if self.pieces[i].cause != Cause::Sync || !self.followed_by_work(i) {
                 continue;
             }
             let mut j = i + 1;
             while j < self.pieces.len()
                 && self.pieces[j].start == self.pieces[j - 1].end
-                && self.pieces[j].seg.cause != Cause::Sync
+                && self.pieces[j].cause != Cause::Sync
             {
                 seen.insert(j);
                 j += 1;
@@ -166,7 +166,7 @@ impl Cx<'_> {
                 // (the autograd thread waits for the one that synced).
                 let b = blocking.index();
                 d.edit.remove_cpu.push((rt.thread[b], (rt.start[b], rt.end[b])));
-            } else if let Some(t) = p.thread() {
+            } else if let Some(t) = self.thread(p) {
                 d.edit.remove_cpu.push((t, (p.start, p.end)));
             }
         }
