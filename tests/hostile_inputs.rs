@@ -221,6 +221,11 @@ fn hostile_files_give_their_message_and_status() {
             Want::Error("JSON but not a trace"),
         ),
         (
+            "two-event-arrays.json",
+            format!("{}, \"traceEvents\": []}}", good.trim_end().trim_end_matches('}')).into_bytes(),
+            Want::Error("\"traceEvents\" twice"),
+        ),
+        (
             "numbers.json",
             b"[1, 2, 3]".to_vec(),
             Want::Error("JSON but not a trace"),

@@ -1,7 +1,10 @@
 //! Bad input: file-level problems are one-line errors naming the file; bad
 //! events are skipped and counted; nothing panics.
 
-use gapscope_collectors::kineto::{import_bytes, import_file, ImportOptions, KinetoError};
+use gapscope_collectors::kineto::{
+    import_bytes, import_bytes_partial, import_file, ImportOptions, KinetoError, ReadLimits,
+};
+use gapscope_collectors::trace::TimeRange;
 use std::io::Write;
 use std::path::Path;
 
@@ -99,6 +102,50 @@ fn file_level_problems_are_errors_of_the_right_kind() {
         assert!(msg.starts_with("t.json: "), "{what}: {msg}");
         assert!(!msg.contains('\n'), "{what}: {msg}");
     }
+}
+
+/// Found by the `kineto_window` fuzzer: with two `traceEvents` arrays the
+/// whole import kept the second while a time window without a start had
+/// dropped rows measured from the first array's first event (no rows at
+/// all instead of two). Every reading, windowed or not, plain or gzip,
+/// refuses the file the same way.
+#[test]
+fn two_event_arrays_are_refused_with_or_without_a_time_window() {
+    let early = r#"{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1000, "dur": 5}"#;
+    let late = r#"{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 90000000, "dur": 5}"#;
+    let doc = format!(r#"{{"traceEvents": [{early}], "schemaVersion": 1, "traceEvents": [{late}]}}"#);
+    let windows = [
+        None,
+        Some(TimeRange {
+            start_ns: None,
+            end_ns: Some(50_000_000),
+        }),
+        Some(TimeRange {
+            start_ns: Some(0),
+            end_ns: Some(50_000_000),
+        }),
+        Some(TimeRange {
+            start_ns: Some(1_000),
+            end_ns: None,
+        }),
+    ];
+    for bytes in [doc.as_bytes().to_vec(), gzip(doc.as_bytes())] {
+        for window in windows {
+            let limits = ReadLimits {
+                time_window: window,
+                ..ReadLimits::default()
+            };
+            let what = format!("window {window:?}, gzip {}", bytes[0] == 0x1f);
+            let e = import_bytes_partial(&bytes, "t.json", &ImportOptions::default(), &limits)
+                .map(|i| i.trace.cpu_ops.len())
+                .expect_err(&what);
+            assert!(matches!(e, KinetoError::NotATrace { .. }), "{what}: {e:?}");
+            assert!(e.to_string().contains("\"traceEvents\" twice"), "{what}: {e}");
+        }
+    }
+    // One array stays a trace.
+    let one = format!(r#"{{"traceEvents": [{early}, {late}], "schemaVersion": 1}}"#);
+    assert_eq!(import(one.as_bytes()).unwrap().cpu_ops.len(), 2);
 }
 
 #[test]

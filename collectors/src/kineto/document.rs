@@ -96,6 +96,11 @@ pub(super) fn skip_bom(buf: &[u8]) -> usize {
     }
 }
 
+/// Why a file with a second `traceEvents` array is refused (by this reader
+/// and the streamed one).
+pub(super) const TWO_EVENT_ARRAYS: &str =
+    "the top-level object has \"traceEvents\" twice (files joined or damaged?)";
+
 /// Walks the members of the top-level object that opens before `p`.
 fn read_object(
     buf: &[u8],
@@ -130,6 +135,12 @@ fn read_object(
             Err(e) => return Err(err.scan(e, buf)),
         };
         let value_end = if m.key == b"traceEvents" {
+            // A second array would replace the first, but a time window
+            // has already dropped rows measured from the first array's
+            // events: no reading of such a file is right, so none is made.
+            if events.is_some() {
+                return Err(err.not_a_trace(TWO_EVENT_ARRAYS));
+            }
             if buf[m.value_start] != b'[' {
                 return Err(err.not_a_trace("\"traceEvents\" is not an array"));
             }

@@ -17,7 +17,7 @@
 //! ([`Converter::detach`]) before the buffer is reused.
 
 use super::convert::Converter;
-use super::document::{apply_header, skip_bom, Errors, Header, Reach};
+use super::document::{apply_header, skip_bom, Errors, Header, Reach, TWO_EVENT_ARRAYS};
 use super::error::KinetoError;
 use super::events::{open_ended, parse_events, too_long, ArrayEnd, EventsError, Pass, MAX_EVENT_BYTES};
 use super::scan::{read_member_key, skip_value, skip_ws, ScanError};
@@ -340,6 +340,11 @@ fn read_object<R: Read>(
             Err(e) => return Err(scan_error(&err(w), e, w)),
         };
         let value_end = if is_events {
+            // As in `document::read_object`: a window has already dropped
+            // rows measured from the first array.
+            if events.is_some() {
+                return Err(err(w).not_a_trace(TWO_EVENT_ARRAYS));
+            }
             if w.at(value_start) != Some(b'[') {
                 return Err(err(w).not_a_trace("\"traceEvents\" is not an array"));
             }
