@@ -103,36 +103,73 @@ pub fn kernel_spans(trace: &Trace, device: u32) -> Vec<Span> {
 /// The estimated SM efficiency of `device` as stretches: the kernels'
 /// blocks per SM added where they overlap, each stretch capped at 1.
 pub fn sm_efficiency_spans(trace: &Trace, device: u32) -> Vec<SmEfficiencySpan> {
+    let mut out = Vec::new();
+    each_sm_efficiency_span(trace, device, |s, e, v| out.push((s, e, v)));
+    out
+}
+
+/// [`sm_efficiency_spans`] handed to `f` one by one, in time order, without
+/// a list of them.
+///
+/// The kernels' starts and ends are walked as two sorted lists of kernel
+/// numbers (a start before an end at one instant, and among equal times in
+/// row order), 24 bytes a kernel instead of two 24-byte points: a big
+/// trace has millions of kernels, and this runs beside the detectors.
+fn each_sm_efficiency_span(trace: &Trace, device: u32, mut f: impl FnMut(Ns, Ns, f64)) {
     let sms = sm_counts(trace);
     let g = &trace.gpu;
-    // (time, 0 start / 1 end, value): starts before ends at one instant.
-    let mut points: Vec<(Ns, u8, f64)> = Vec::new();
-    for i in 0..g.len() {
-        if g.device[i] != device || g.kind[i] != GpuKind::Kernel {
-            continue;
+    // (row, blocks per SM) of the device's kernels with a known grid.
+    let kernels: Vec<(u32, f64)> = (0..g.len())
+        .filter(|&i| g.device[i] == device && g.kind[i] == GpuKind::Kernel)
+        .filter_map(|i| blocks_per_sm(trace, &sms, i).map(|b| (i as u32, b)))
+        .collect();
+    let at = |k: u32, ends: bool| {
+        let row = kernels[k as usize].0 as usize;
+        if ends {
+            g.end[row]
+        } else {
+            g.start[row]
         }
-        if let Some(b) = blocks_per_sm(trace, &sms, i) {
-            points.push((g.start[i], 0, b));
-            points.push((g.end[i], 1, b));
-        }
-    }
-    points.sort_by_key(|p| (p.0, p.1));
-    let mut out = Vec::new();
-    let Some(&(mut last_t, _, mut value)) = points.first() else {
-        return out;
     };
-    for &(t, kind, v) in &points[1..] {
+    let mut starts: Vec<u32> = (0..kernels.len() as u32).collect();
+    let mut ends = starts.clone();
+    // Stable: equal times stay in row order.
+    starts.sort_by_key(|&k| at(k, false));
+    ends.sort_by_key(|&k| at(k, true));
+    let (mut s, mut e) = (0, 0);
+    let mut next = || -> Option<(Ns, bool, f64)> {
+        let start = starts.get(s).map(|&k| at(k, false));
+        let end = ends.get(e).map(|&k| at(k, true));
+        match (start, end) {
+            (Some(ts), Some(te)) if ts <= te => {
+                s += 1;
+                Some((ts, false, kernels[starts[s - 1] as usize].1))
+            }
+            (_, Some(te)) => {
+                e += 1;
+                Some((te, true, kernels[ends[e - 1] as usize].1))
+            }
+            (Some(ts), None) => {
+                s += 1;
+                Some((ts, false, kernels[starts[s - 1] as usize].1))
+            }
+            (None, None) => None,
+        }
+    };
+    let Some((mut last_t, _, mut value)) = next() else {
+        return;
+    };
+    while let Some((t, is_end, v)) = next() {
         if t > last_t && value > 0.0 {
-            out.push((last_t, t, value.min(1.0)));
+            f(last_t, t, value.min(1.0));
         }
         last_t = t;
-        if kind == 0 {
-            value += v;
-        } else {
+        if is_end {
             value -= v;
+        } else {
+            value += v;
         }
     }
-    out
 }
 
 /// The estimated achieved occupancy of `device` over `window`, percent:
@@ -207,13 +244,13 @@ pub fn gpu_metrics(trace: &Trace, device: u32, window: Span, kernels: &[Span]) -
     let (ws, we) = window;
     let len = (we - ws) as f64;
     let inside: Ns = kernels.iter().map(|&(s, e)| (e.min(we) - s.max(ws)).max(0)).sum();
-    let weighted: Option<f64> = sm_efficiency_spans(trace, device)
-        .into_iter()
-        .filter_map(|(s, e, v)| {
-            let d = e.min(we) - s.max(ws);
-            (d > 0).then_some(v * d as f64)
-        })
-        .fold(None, |acc, x| Some(acc.unwrap_or(0.0) + x));
+    let mut weighted: Option<f64> = None;
+    each_sm_efficiency_span(trace, device, |s, e, v| {
+        let d = e.min(we) - s.max(ws);
+        if d > 0 {
+            weighted = Some(weighted.unwrap_or(0.0) + v * d as f64);
+        }
+    });
     GpuMetrics {
         gpu_utilization: if len > 0.0 { inside as f64 / len } else { 0.0 },
         est_sm_efficiency: weighted.filter(|_| len > 0.0).map(|w| w / len),

@@ -71,18 +71,20 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let taken = cx.take(claims, |p| {
         matches!(p.cause, Cause::CpuOp | Cause::FrameworkOverhead)
     });
-    let by = grouping(cx, &taken);
+    let ranges = grouping(cx, &taken);
+    let by = |k: usize| match ranges[k] {
+        Some(r) => By::Range(r),
+        None if cx.pieces[taken[k]].cause == Cause::CpuOp => By::Operator,
+        None => By::Framework,
+    };
     // Keys: `r:` + range name, `o:` + operator name, empty for overhead;
     // grouped by interned name first, so the text is made once per group.
     let ops = &cx.trace.cpu_ops;
     let name_of = |row: Option<OpRow>| row.map_or(Strings::EMPTY, |r| ops.name[r.index()]);
     // The range row of piece `i` grouped by range (`taken` is sorted).
-    let range_of = |i: usize| match taken.binary_search(&i).map(|k| by[k]) {
-        Ok(By::Range(r)) => Some(r),
-        _ => None,
-    };
-    let keyed = taken.iter().zip(&by).map(|(&i, b)| {
-        let k = match *b {
+    let range_of = |i: usize| taken.binary_search(&i).ok().and_then(|k| ranges[k]);
+    let keyed = taken.iter().enumerate().map(|(k, &i)| {
+        let k = match by(k) {
             By::Range(r) => (0u8, name_of(Some(r))),
             By::Operator => (1, name_of(cx.seg(&cx.pieces[i]).op)),
             By::Framework => (2, Strings::EMPTY),
@@ -208,21 +210,15 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     out
 }
 
-/// How each of `taken` (piece indices, in time order) is grouped: see the
-/// module documentation.
-fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
-    let default = |i: usize| {
-        if cx.pieces[i].cause == Cause::CpuOp {
-            By::Operator
-        } else {
-            By::Framework
-        }
-    };
-    let mut out: Vec<By> = taken.iter().map(|&i| default(i)).collect();
+/// The user range each of `taken` (piece indices, in time order) is
+/// grouped by, if any (the others group by their cause: operator or
+/// framework overhead); see the module documentation. One `Option<OpRow>`
+/// per piece (4 bytes), not a [`By`] (8): a big trace has millions.
+fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
     let mut user_name = NameTest::new(cx.trace.strings.len(), |name| {
         !name.starts_with("ProfilerStep#") && !name.starts_with("nn.Module:")
     });
-    let ranges: Vec<Option<OpRow>> = taken.iter().map(|&i| user_range(cx, i, &mut user_name)).collect();
+    let mut ranges: Vec<Option<OpRow>> = taken.iter().map(|&i| user_range(cx, i, &mut user_name)).collect();
     // Runs: consecutive pieces of one stretch (no gap between them) inside
     // one range instance.
     let mut a = 0;
@@ -234,22 +230,20 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<By> {
         {
             b += 1;
         }
-        if let Some(range) = ranges[a] {
+        if ranges[a].is_some() {
             let names: FxHashSet<u32> = (a..b)
                 .map(|k| &cx.pieces[taken[k]])
                 .filter(|p| p.cause == Cause::CpuOp)
                 .filter_map(|p| cx.seg(p).op)
                 .map(|op| cx.trace.cpu_ops.name[op.index()].0)
                 .collect();
-            if names.len() >= 2 {
-                for o in &mut out[a..b] {
-                    *o = By::Range(range);
-                }
+            if names.len() < 2 {
+                ranges[a..b].fill(None);
             }
         }
         a = b;
     }
-    out
+    ranges
 }
 
 /// The innermost user range (`record_function`, NVTX, `Optimizer.step#`)

@@ -80,9 +80,12 @@ impl Cx<'_> {
         let mut named: HashMap<String, Vec<usize>> = HashMap::new();
         for (k, v) in by {
             let group = named.entry(label(&k)).or_default();
-            let merged = !group.is_empty();
-            group.extend(v);
-            if merged {
+            // Moved, not copied, unless keys share a label (a group can
+            // hold millions of pieces).
+            if group.is_empty() {
+                *group = v;
+            } else {
+                group.extend(v);
                 group.sort_unstable();
             }
         }
