@@ -81,8 +81,6 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     // grouped by interned name first, so the text is made once per group.
     let ops = &cx.trace.cpu_ops;
     let name_of = |row: Option<OpRow>| row.map_or(Strings::EMPTY, |r| ops.name[r.index()]);
-    // The range row of piece `i` grouped by range (`taken` is sorted).
-    let range_of = |i: usize| taken.binary_search(&i).ok().and_then(|k| ranges[k]);
     let keyed = taken.iter().enumerate().map(|(k, &i)| {
         let k = match by(k) {
             By::Range(r) => (0u8, name_of(Some(r))),
@@ -118,11 +116,18 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 .collect();
             let (op, _, src) = cx.blame(&ops);
             let n_ops = {
-                let names: FxHashSet<u32> = ops
-                    .iter()
-                    .filter_map(|&i| cx.seg(&cx.pieces[i]).op)
-                    .map(|op| cx.trace.cpu_ops.name[op.index()].0)
-                    .collect();
+                let mut names: FxHashSet<u32> = FxHashSet::default();
+                // Runs of pieces share an operator: one insert per run.
+                let mut last = None;
+                for &i in &ops {
+                    let op = cx.seg(&cx.pieces[i]).op;
+                    if op != last {
+                        if let Some(op) = op {
+                            names.insert(cx.trace.cpu_ops.name[op.index()].0);
+                        }
+                        last = op;
+                    }
+                }
                 names.len()
             };
             let place = match &src {
@@ -145,7 +150,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                     advice(cx, &pieces)
                 ),
             );
-            let mut rows: Vec<OpRow> = pieces.iter().filter_map(|&i| range_of(i)).collect();
+            let mut rows = range_rows(&taken, &ranges, &pieces);
             rows.sort_unstable();
             rows.dedup();
             d.occurrences = rows.len() as u64;
@@ -218,7 +223,23 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
     let mut user_name = NameTest::new(cx.trace.strings.len(), |name| {
         !name.starts_with("ProfilerStep#") && !name.starts_with("nn.Module:")
     });
-    let mut ranges: Vec<Option<OpRow>> = taken.iter().map(|&i| user_range(cx, i, &mut user_name)).collect();
+    // Runs of pieces share their segment's rows: one walk up the operator
+    // tree per run, not per piece.
+    let mut last: Option<(Option<OpRow>, Option<OpRow>)> = None;
+    let mut ranges: Vec<Option<OpRow>> = Vec::with_capacity(taken.len());
+    for &i in taken {
+        let seg = cx.seg(&cx.pieces[i]);
+        let row = seg.op.or(seg.annotation);
+        let range = match last {
+            Some((r, range)) if r == row => range,
+            _ => {
+                let range = user_range(cx, row, &mut user_name);
+                last = Some((row, range));
+                range
+            }
+        };
+        ranges.push(range);
+    }
     // Runs: consecutive pieces of one stretch (no gap between them) inside
     // one range instance.
     let mut a = 0;
@@ -246,15 +267,31 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
     ranges
 }
 
+/// The distinct-to-be range rows of `pieces` (a group, sorted, all in
+/// `taken`), given `ranges`, the range of each of `taken`: one pass over
+/// both, consecutive repeats left out.
+fn range_rows(taken: &[usize], ranges: &[Option<OpRow>], pieces: &[usize]) -> Vec<OpRow> {
+    let mut rows: Vec<OpRow> = Vec::new();
+    let mut k = 0;
+    for &i in pieces {
+        while taken[k] < i {
+            k += 1;
+        }
+        if let Some(r) = ranges[k].filter(|&r| rows.last() != Some(&r)) {
+            rows.push(r);
+        }
+    }
+    rows
+}
+
 /// The innermost user range (`record_function`, NVTX, `Optimizer.step#`)
-/// around piece `i`, if any: ProfilerSteps are the step itself and
-/// `nn.Module` ranges are the model's structure, not a region the user
-/// marked.
+/// around cpu op row `row` (a piece's operator, else its annotation), if
+/// any: ProfilerSteps are the step itself and `nn.Module` ranges are the
+/// model's structure, not a region the user marked.
 /// `user_name` says whether a range name is a user range's.
-fn user_range(cx: &Cx, i: usize, user_name: &mut NameTest<impl Fn(&str) -> bool>) -> Option<OpRow> {
-    let seg = cx.seg(&cx.pieces[i]);
+fn user_range(cx: &Cx, row: Option<OpRow>, user_name: &mut NameTest<impl Fn(&str) -> bool>) -> Option<OpRow> {
     let ops = &cx.trace.cpu_ops;
-    cx.trace.ancestors(seg.op.or(seg.annotation)).find(|at| {
+    cx.trace.ancestors(row).find(|at| {
         let r = at.index();
         ops.kind[r] == CpuOpKind::UserAnnotation
             && user_name.test(cx.trace.strings.get(ops.name[r]), ops.name[r])
@@ -385,12 +422,33 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
     let mut allocating = 0i64;
     let mut allocation_name = NameTest::new(t.strings.len(), is_allocation_op);
     let mut by_op: FxHashMap<Option<OpRow>, i64> = FxHashMap::default();
-    for &i in pieces {
-        let p = &cx.pieces[i];
-        let d = p.dur();
+    let mut last_region: Option<(Option<OpRow>, Option<OpRow>)> = None;
+    // The last operator, its outermost operator and the idle time not yet
+    // added to `by_op`.
+    let mut last_outer: Option<(OpRow, Option<OpRow>, i64)> = None;
+    // Pieces of one segment (consecutive in `pieces`) say the same: each
+    // run is weighed once, with its summed duration.
+    let mut k = 0;
+    while k < pieces.len() {
+        let p = &cx.pieces[pieces[k]];
+        let mut d = 0;
+        while let Some(q) = pieces.get(k).map(|&i| &cx.pieces[i]).filter(|q| q.seg == p.seg) {
+            d += q.dur();
+            k += 1;
+        }
         total += d;
         let seg = cx.seg(p);
-        let region = region_of(seg.op.or(seg.annotation));
+        // Neighbouring segments mostly share their rows: walks up the
+        // operator tree are remembered for the last row.
+        let row = seg.op.or(seg.annotation);
+        let region = match last_region {
+            Some((r, region)) if r == row => region,
+            _ => {
+                let region = region_of(row);
+                last_region = Some((row, region));
+                region
+            }
+        };
         let src = seg.source;
         let src_compiled = src != Strings::EMPTY && compiled_source.test(t.strings.get(src), src);
         if region.is_some() || src_compiled {
@@ -404,14 +462,27 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
             if cx.ops.launches[op.index()] {
                 launching += d;
             } else {
-                host_only_ops.insert(op);
+                if last_outer.is_none_or(|(o, _, _)| o != op) {
+                    host_only_ops.insert(op);
+                }
                 let name = ops.name[op.index()];
                 if allocation_name.test(t.strings.get(name), name) {
                     allocating += d;
                 }
             }
-            *by_op.entry(cx.outer_operator(Some(op))).or_default() += d;
+            match &mut last_outer {
+                Some((o, _, sum)) if *o == op => *sum += d,
+                _ => {
+                    if let Some((_, outer, sum)) = last_outer {
+                        *by_op.entry(outer).or_default() += sum;
+                    }
+                    last_outer = Some((op, cx.outer_operator(Some(op)), d));
+                }
+            }
         }
+    }
+    if let Some((_, outer, sum)) = last_outer {
+        *by_op.entry(outer).or_default() += sum;
     }
     let top = by_op
         .iter()

@@ -68,14 +68,29 @@ impl Cx<'_> {
     /// what [`groups_by_index`](Self::groups_by_index) gives with the label
     /// as the key, without making a string per piece. `keyed` holds the
     /// pieces in ascending order, as [`take`](Self::take) returns them.
-    pub fn groups_by_label<K: std::hash::Hash + Eq>(
+    pub fn groups_by_label<K: std::hash::Hash + Eq + Clone>(
         &self,
         keyed: impl IntoIterator<Item = (K, usize)>,
         label: impl Fn(&K) -> String,
     ) -> Vec<(String, Vec<usize>)> {
-        let mut by: FxHashMap<K, Vec<usize>> = FxHashMap::default();
+        // Pieces by key, in order of each key's first piece; runs of pieces
+        // share a key, so a run is looked up once.
+        let mut at: FxHashMap<K, usize> = FxHashMap::default();
+        let mut by: Vec<(K, Vec<usize>)> = Vec::new();
+        let mut last: Option<(K, usize)> = None;
         for (k, i) in keyed {
-            by.entry(k).or_default().push(i);
+            let n = match &last {
+                Some((key, n)) if *key == k => *n,
+                _ => {
+                    let n = *at.entry(k.clone()).or_insert_with(|| {
+                        by.push((k.clone(), Vec::new()));
+                        by.len() - 1
+                    });
+                    last = Some((k, n));
+                    n
+                }
+            };
+            by[n].1.push(i);
         }
         let mut named: HashMap<String, Vec<usize>> = HashMap::new();
         for (k, v) in by {
