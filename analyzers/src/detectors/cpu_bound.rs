@@ -267,9 +267,9 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
     ranges
 }
 
-/// The distinct-to-be range rows of `pieces` (a group, sorted, all in
-/// `taken`), given `ranges`, the range of each of `taken`: one pass over
-/// both, consecutive repeats left out.
+/// The range rows of `pieces` (a group: sorted, all in `taken`), given
+/// `ranges`, the range of each of `taken`, in order and a run of one range
+/// once (the caller counts the distinct ones): one pass over both lists.
 fn range_rows(taken: &[usize], ranges: &[Option<OpRow>], pieces: &[usize]) -> Vec<OpRow> {
     let mut rows: Vec<OpRow> = Vec::new();
     let mut k = 0;
@@ -600,4 +600,26 @@ fn compiled_work(cx: &Cx, regions: &[OpRow]) -> (u64, u64, u64) {
             .count() as u64;
     }
     (asserts, launches, regions.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_rows_follow_a_group_through_the_taken_pieces() {
+        let r = |i| Some(OpRow::new(i));
+        // Pieces 2..=9 were taken; their ranges (None: grouped by cause).
+        let taken = [2, 3, 4, 5, 7, 8, 9];
+        let ranges = [r(1), r(1), None, r(4), r(4), r(1), r(6)];
+        // A group is a sorted subset of `taken`: each piece's range, runs
+        // of one range once, pieces without a range left out.
+        assert_eq!(
+            range_rows(&taken, &ranges, &[2, 3, 4, 7, 8, 9]),
+            vec![OpRow::new(1), OpRow::new(4), OpRow::new(1), OpRow::new(6)]
+        );
+        assert_eq!(range_rows(&taken, &ranges, &[9]), vec![OpRow::new(6)]);
+        assert_eq!(range_rows(&taken, &ranges, &[4]), Vec::<OpRow>::new());
+        assert_eq!(range_rows(&taken, &ranges, &[]), Vec::<OpRow>::new());
+    }
 }
