@@ -256,3 +256,39 @@ fn an_empty_trace_round_trips() {
     let bytes = round_trip("empty", &t);
     assert!(bytes.len() < 600, "an empty capture takes {} bytes", bytes.len());
 }
+
+/// Found by the `capture` fuzzer: an imported trace with one event 152
+/// years after the others (a damaged timestamp) analyses, but a capture
+/// holds times within ±2^62 ns of the first event. Writing it is refused
+/// as the trace's fault, naming the row, not as a gapscope bug; an event
+/// just inside the limit writes and reads back.
+#[test]
+fn a_trace_too_long_for_a_capture_is_refused_as_the_traces_fault() {
+    let doc = |far_us: i64| {
+        format!(
+            r#"{{"traceEvents": [
+              {{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1000, "dur": 5}},
+              {{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": {far_us}, "dur": 0}}]}}"#
+        )
+    };
+    let import = |json: String| {
+        gapscope_collectors::kineto::import_bytes(json.as_bytes(), "t.json", &ImportOptions::default())
+            .unwrap()
+    };
+    let limit_us = capture::MAX_ABS_TIME / 1000;
+    let far = import(doc(1000 + limit_us + 1));
+    let e = capture::write(&far, &mut Vec::new()).unwrap_err();
+    assert!(matches!(e, capture::CaptureError::TimeOutOfRange { .. }), "{e:?}");
+    let msg = e.named("t.gst").to_string();
+    assert!(
+        msg.starts_with("t.gst: cannot write this trace as a capture: CPU op row 1 has a time out of range"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("a timestamp in the trace is probably damaged"),
+        "{msg}"
+    );
+    assert!(!msg.contains("bug"), "{msg}");
+    let near = import(doc(1000 + limit_us));
+    round_trip("near the limit", &near);
+}

@@ -23,16 +23,23 @@ fn check(t: &Trace) {
     assert!(t.links.runtime_op.iter().flatten().all(|l| l.index() < n_ops));
 }
 
-fn round_trip(t: &Trace) -> Vec<u8> {
+/// Writes `t` and reads it back equal; `None` when the write refuses a
+/// time too far from the first event (an imported trace may hold one: a
+/// damaged timestamp), the one refusal a trace can earn.
+fn round_trip(t: &Trace) -> Option<Vec<u8>> {
     let mut out = Vec::new();
-    capture::write(t, &mut out).expect("a trace writes");
+    match capture::write(t, &mut out) {
+        Ok(_) => {}
+        Err(capture::CaptureError::TimeOutOfRange { .. }) => return None,
+        Err(e) => panic!("a trace writes: {e:?}"),
+    }
     let back = capture::read_bytes(&out, "fuzz").expect("a written capture reads");
     assert_eq!(format!("{:?}", back.gpu), format!("{:?}", t.gpu));
     assert_eq!(format!("{:?}", back.runtime), format!("{:?}", t.runtime));
     assert_eq!(format!("{:?}", back.cpu_ops), format!("{:?}", t.cpu_ops));
     assert_eq!(format!("{:?}", back.markers), format!("{:?}", t.markers));
     assert_eq!(format!("{:?}", back.links), format!("{:?}", t.links));
-    out
+    Some(out)
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -42,7 +49,8 @@ fuzz_target!(|data: &[u8]| {
     if mode < 0x80 {
         if let Ok(t) = capture::read_bytes(rest, "fuzz") {
             check(&t);
-            round_trip(&t);
+            // A capture that reads holds its times within the limit.
+            round_trip(&t).expect("a capture that reads writes again");
         }
         return;
     }
@@ -53,7 +61,9 @@ fuzz_target!(|data: &[u8]| {
     else {
         return;
     };
-    let mut bytes = round_trip(&imported.trace);
+    let Some(mut bytes) = round_trip(&imported.trace) else {
+        return;
+    };
     if mode & 0x40 != 0 && !bytes.is_empty() {
         let h = rest.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
             (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)

@@ -73,12 +73,8 @@ pub fn occupancy(col: &[Option<f32>], what: &str) -> Result<(), String> {
 
 /// Times within ±[`MAX_ABS_TIME`] and no range ending before it starts.
 pub fn times(start: &[i64], end: &[i64], table: &str) -> Result<(), String> {
+    time_range(start, end, table)?;
     for (i, (&s, &e)) in start.iter().zip(end).enumerate() {
-        if !(-MAX_ABS_TIME..=MAX_ABS_TIME).contains(&s) || !(-MAX_ABS_TIME..=MAX_ABS_TIME).contains(&e) {
-            return Err(format!(
-                "{table} row {i} has a time out of range (start {s} ns, end {e} ns; the limit is ±2^62 ns)"
-            ));
-        }
         if e < s {
             return Err(format!(
                 "{table} row {i} ends before it starts (start {s} ns, end {e} ns)"
@@ -86,6 +82,22 @@ pub fn times(start: &[i64], end: &[i64], table: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Times within ±[`MAX_ABS_TIME`].
+pub fn time_range(start: &[i64], end: &[i64], table: &str) -> Result<(), String> {
+    let inside = |t: i64| (-MAX_ABS_TIME..=MAX_ABS_TIME).contains(&t);
+    match start
+        .iter()
+        .zip(end)
+        .position(|(&s, &e)| !inside(s) || !inside(e))
+    {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{table} row {i} has a time out of range (start {} ns, end {} ns; the limit is ±2^62 ns)",
+            start[i], end[i]
+        )),
+    }
 }
 
 /// No two rows with the same key (threads: pid and tid; devices: id).

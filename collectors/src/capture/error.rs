@@ -71,6 +71,19 @@ pub enum CaptureError {
         /// What is wrong.
         reason: String,
     },
+    /// The trace has a time further than the format holds from its first
+    /// event (±2^62 ns, 146 years): an imported trace with a damaged
+    /// timestamp, which the analysis reads but a capture cannot hold.
+    #[error(
+        "{file}: cannot write this trace as a capture: {reason}; a timestamp in the trace is \
+         probably damaged (a capture holds 146 years either side of the trace's first event)"
+    )]
+    TimeOutOfRange {
+        /// The file as the user named it (`<output>` for a plain writer).
+        file: String,
+        /// Which row, and its times.
+        reason: String,
+    },
     /// The trace breaks an invariant the format relies on (a writer bug: a
     /// `Trace` not made by `TraceBuilder`), so it is not written rather than
     /// written unreadable.
@@ -95,6 +108,10 @@ impl CaptureError {
                 source,
             },
             CaptureError::Invalid { reason, .. } => CaptureError::Invalid {
+                file: name.to_string(),
+                reason,
+            },
+            CaptureError::TimeOutOfRange { reason, .. } => CaptureError::TimeOutOfRange {
                 file: name.to_string(),
                 reason,
             },

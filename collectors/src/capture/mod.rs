@@ -41,6 +41,7 @@ mod read;
 mod wire;
 mod write;
 
+pub use check::MAX_ABS_TIME;
 pub use error::CaptureError;
 pub use wire::{FORMAT_VERSION, MAGIC};
 

@@ -202,6 +202,20 @@ pub fn write_to(trace: &Trace, out: &mut dyn Write, level: u32) -> Result<u64, C
 /// Writes `trace` in format `version` (an older one only in tests, to
 /// check that files written before a column existed still read).
 fn write_version(trace: &Trace, out: &mut dyn Write, level: u32, version: u32) -> Result<u64, CaptureError> {
+    // Times out of range first: an imported trace can hold them (a damaged
+    // timestamp), so they are the trace's fault, not the writer's.
+    let t = trace;
+    for (start, end, table) in [
+        (&t.gpu.start, &t.gpu.end, "GPU activity"),
+        (&t.runtime.start, &t.runtime.end, "runtime call"),
+        (&t.cpu_ops.start, &t.cpu_ops.end, "CPU op"),
+        (&t.markers.start, &t.markers.end, "marker"),
+    ] {
+        check::time_range(start, end, table).map_err(|reason| CaptureError::TimeOutOfRange {
+            file: "<output>".into(),
+            reason,
+        })?;
+    }
     validate(trace).map_err(invalid)?;
     let mut head = Vec::with_capacity(FILE_HEADER_LEN);
     head.extend_from_slice(&MAGIC);
