@@ -8,23 +8,7 @@ use gapscope_collectors::kineto::{import_bytes_partial, ImportOptions, ReadLimit
 use libfuzzer_sys::fuzz_target;
 use std::io::Write;
 
-fuzz_target!(
-    // The import's reader thread hands blocks over a channel. The first
-    // time the parse has to wait on it, std registers a thread-local
-    // destructor for this thread (32 bytes glibc keeps until the thread
-    // exits), which LeakSanitizer blamed on whichever input first made
-    // the parse wait (2026-11-27, not reproducible alone). One wait here,
-    // before the fuzzing starts, makes that registration up front.
-    init: {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(0);
-        let sender = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            let _ = tx.send(());
-        });
-        let _ = rx.recv();
-        let _ = sender.join();
-    },
-    |data: &[u8]| {
+fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };

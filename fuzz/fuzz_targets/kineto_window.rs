@@ -8,7 +8,7 @@
 //! length in µs after the trace's first event.
 #![no_main]
 
-use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::analysis::{AnalyzeOptions};
 use gapscope_analyzers::analyze;
 use gapscope_analyzers::window::{TimeRange, WindowOptions};
 use gapscope_collectors::kineto::{import_bytes_partial, ImportOptions, ReadLimits};
