@@ -18,6 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export RUSTC_BOOTSTRAP=1
+# A thread's exit racing the leak check after an input (lsan.supp says why).
+export LSAN_OPTIONS="suppressions=$PWD/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gapscope-cargo-fuzz}"
 all=(kineto_json kineto_gz kineto_window cupti_decode capture)
 if [ "${1:-}" = replay ]; then
