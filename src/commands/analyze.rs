@@ -64,6 +64,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<Exit> {
     let read = ReadOptions { import, limits };
     for path in &args.traces {
         let imported = load_partial(path, &read)?;
+        inputs::after_import();
         let name = path.display().to_string();
         if let Some((text, t)) = time {
             // The importer's extent covers the rows it left out too.

@@ -32,6 +32,7 @@ pub fn run(args: &ExportArgs) -> Result<Exit> {
         return Ok(Exit::OK);
     }
     let trace = load(&args.traces[0], &import)?;
+    inputs::after_import();
     // The whole trace, analysed once: the timeline draws its idle segments,
     // counters and findings.
     let session = Session::new(&trace, &AnalyzeOptions::default());

@@ -22,7 +22,11 @@ pub fn run(args: &ReportArgs) -> Result<Exit> {
         return run_job(args);
     }
     let (name, trace) = match args.traces.first() {
-        Some(path) if !args.demo => (path.display().to_string(), inputs::load(path, &import)?),
+        Some(path) if !args.demo => {
+            let trace = inputs::load(path, &import)?;
+            inputs::after_import();
+            (path.display().to_string(), trace)
+        }
         _ => (DEMO_NAME.to_string(), inputs::load_demo(&import)?),
     };
     if !args.quiet {
