@@ -8,7 +8,6 @@ use crate::causes::Cause;
 use crate::names::{api_name, is_alloc_api, is_async_api, is_memcpy_api, is_memset_api, is_sync_api};
 use crate::segments::IdleSegment;
 use gapscope_collectors::trace::{CallRow, CopyKind, GpuKind, GpuRow, MemKind, Ns};
-use std::borrow::Cow;
 
 pub(crate) use super::piece::*;
 
@@ -184,32 +183,4 @@ impl Cx<'_> {
         }
         None
     }
-}
-
-/// `segs` split at the edges of the sorted, disjoint `spans`.
-pub(crate) fn split_at<'s>(segs: &'s [IdleSegment], spans: &[(Ns, Ns)]) -> Cow<'s, [IdleSegment]> {
-    // Without spans the segments are the pieces' input as they are: a copy
-    // would be as big as the segments (84 MB on a 551 MB DDP trace).
-    if spans.is_empty() {
-        return Cow::Borrowed(segs);
-    }
-    let mut out = Vec::with_capacity(segs.len());
-    for seg in segs {
-        let first = spans.partition_point(|s| s.1 <= seg.start);
-        let mut at = seg.start;
-        for &(s, e) in spans[first..].iter().take_while(|s| s.0 < seg.end) {
-            for edge in [s, e] {
-                if edge > at && edge < seg.end {
-                    out.push(IdleSegment {
-                        start: at,
-                        end: edge,
-                        ..*seg
-                    });
-                    at = edge;
-                }
-            }
-        }
-        out.push(IdleSegment { start: at, ..*seg });
-    }
-    Cow::Owned(out)
 }
