@@ -116,18 +116,11 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 .collect();
             let (op, _, src) = cx.blame(&ops);
             let n_ops = {
-                let mut names: FxHashSet<u32> = FxHashSet::default();
-                // Runs of pieces share an operator: one insert per run.
-                let mut last = None;
-                for &i in &ops {
-                    let op = cx.seg(&cx.pieces[i]).op;
-                    if op != last {
-                        if let Some(op) = op {
-                            names.insert(cx.trace.cpu_ops.name[op.index()].0);
-                        }
-                        last = op;
-                    }
-                }
+                let names: FxHashSet<u32> = ops
+                    .iter()
+                    .filter_map(|&i| cx.seg(&cx.pieces[i]).op)
+                    .map(|op| cx.trace.cpu_ops.name[op.index()].0)
+                    .collect();
                 names.len()
             };
             let place = match &src {
@@ -223,23 +216,13 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
     let mut user_name = NameTest::new(cx.trace.strings.len(), |name| {
         !name.starts_with("ProfilerStep#") && !name.starts_with("nn.Module:")
     });
-    // Runs of pieces share their segment's rows: one walk up the operator
-    // tree per run, not per piece.
-    let mut last: Option<(Option<OpRow>, Option<OpRow>)> = None;
-    let mut ranges: Vec<Option<OpRow>> = Vec::with_capacity(taken.len());
-    for &i in taken {
-        let seg = cx.seg(&cx.pieces[i]);
-        let row = seg.op.or(seg.annotation);
-        let range = match last {
-            Some((r, range)) if r == row => range,
-            _ => {
-                let range = user_range(cx, row, &mut user_name);
-                last = Some((row, range));
-                range
-            }
-        };
-        ranges.push(range);
-    }
+    let mut ranges: Vec<Option<OpRow>> = taken
+        .iter()
+        .map(|&i| {
+            let seg = cx.seg(&cx.pieces[i]);
+            user_range(cx, seg.op.or(seg.annotation), &mut user_name)
+        })
+        .collect();
     // Runs: consecutive pieces of one stretch (no gap between them) inside
     // one range instance.
     let mut a = 0;
@@ -422,33 +405,11 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
     let mut allocating = 0i64;
     let mut allocation_name = NameTest::new(t.strings.len(), is_allocation_op);
     let mut by_op: FxHashMap<Option<OpRow>, i64> = FxHashMap::default();
-    let mut last_region: Option<(Option<OpRow>, Option<OpRow>)> = None;
-    // The last operator, its outermost operator and the idle time not yet
-    // added to `by_op`.
-    let mut last_outer: Option<(OpRow, Option<OpRow>, i64)> = None;
-    // Pieces of one segment (consecutive in `pieces`) say the same: each
-    // run is weighed once, with its summed duration.
-    let mut k = 0;
-    while k < pieces.len() {
-        let p = &cx.pieces[pieces[k]];
-        let mut d = 0;
-        while let Some(q) = pieces.get(k).map(|&i| &cx.pieces[i]).filter(|q| q.seg == p.seg) {
-            d += q.dur();
-            k += 1;
-        }
+    // Pieces of one segment say the same: each run is weighed once.
+    for (p, d) in cx.runs(pieces, |p| p.seg) {
         total += d;
         let seg = cx.seg(p);
-        // Neighbouring segments mostly share their rows: walks up the
-        // operator tree are remembered for the last row.
-        let row = seg.op.or(seg.annotation);
-        let region = match last_region {
-            Some((r, region)) if r == row => region,
-            _ => {
-                let region = region_of(row);
-                last_region = Some((row, region));
-                region
-            }
-        };
+        let region = region_of(seg.op.or(seg.annotation));
         let src = seg.source;
         let src_compiled = src != Strings::EMPTY && compiled_source.test(t.strings.get(src), src);
         if region.is_some() || src_compiled {
@@ -462,27 +423,14 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
             if cx.ops.launches[op.index()] {
                 launching += d;
             } else {
-                if last_outer.is_none_or(|(o, _, _)| o != op) {
-                    host_only_ops.insert(op);
-                }
+                host_only_ops.insert(op);
                 let name = ops.name[op.index()];
                 if allocation_name.test(t.strings.get(name), name) {
                     allocating += d;
                 }
             }
-            match &mut last_outer {
-                Some((o, _, sum)) if *o == op => *sum += d,
-                _ => {
-                    if let Some((_, outer, sum)) = last_outer {
-                        *by_op.entry(outer).or_default() += sum;
-                    }
-                    last_outer = Some((op, cx.outer_operator(Some(op)), d));
-                }
-            }
+            *by_op.entry(cx.outer_operator(Some(op))).or_default() += d;
         }
-    }
-    if let Some((_, outer, sum)) = last_outer {
-        *by_op.entry(outer).or_default() += sum;
     }
     let top = by_op
         .iter()

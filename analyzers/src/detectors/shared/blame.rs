@@ -98,20 +98,7 @@ impl Cx<'_> {
         let mut by: FxHashMap<NameKey, Ns> = FxHashMap::default();
         let name_row = |r: Option<OpRow>| self.name_key(r);
         let mut rep: FxHashMap<NameKey, BlameRows> = FxHashMap::default();
-        // Consecutive pieces of one segment and blocking call blame the
-        // same rows: each run is looked up once, with its summed idle time.
-        let mut k = 0;
-        while k < pieces.len() {
-            let p = &self.pieces[pieces[k]];
-            let mut idle = 0;
-            while let Some(q) = pieces
-                .get(k)
-                .map(|&i| &self.pieces[i])
-                .filter(|q| (q.seg, q.blocking) == (p.seg, p.blocking))
-            {
-                idle += q.dur();
-                k += 1;
-            }
+        for (p, idle) in self.runs(pieces, |p| (p.seg, p.blocking)) {
             let seg = self.seg(p);
             let op = match p.blocking {
                 Some(b) => self.outer_operator(self.trace.links.runtime_op[b.index()]),
