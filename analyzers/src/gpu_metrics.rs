@@ -137,24 +137,23 @@ fn each_sm_efficiency_span(trace: &Trace, device: u32, mut f: impl FnMut(Ns, Ns,
     starts.sort_by_key(|&k| at(k, false));
     ends.sort_by_key(|&k| at(k, true));
     let (mut s, mut e) = (0, 0);
+    // The earlier of the next start and the next end; a start first at
+    // one instant.
     let mut next = || -> Option<(Ns, bool, f64)> {
-        let start = starts.get(s).map(|&k| at(k, false));
-        let end = ends.get(e).map(|&k| at(k, true));
-        match (start, end) {
-            (Some(ts), Some(te)) if ts <= te => {
-                s += 1;
-                Some((ts, false, kernels[starts[s - 1] as usize].1))
-            }
-            (_, Some(te)) => {
-                e += 1;
-                Some((te, true, kernels[ends[e - 1] as usize].1))
-            }
-            (Some(ts), None) => {
-                s += 1;
-                Some((ts, false, kernels[starts[s - 1] as usize].1))
-            }
-            (None, None) => None,
+        let start = starts.get(s).map(|&k| (at(k, false), k));
+        let end = ends.get(e).map(|&k| (at(k, true), k));
+        let (t, k, is_end) = match (start, end) {
+            (Some((ts, k)), Some((te, _))) if ts <= te => (ts, k, false),
+            (Some((ts, k)), None) => (ts, k, false),
+            (_, Some((te, k))) => (te, k, true),
+            (None, None) => return None,
+        };
+        if is_end {
+            e += 1;
+        } else {
+            s += 1;
         }
+        Some((t, is_end, kernels[k as usize].1))
     };
     let Some((mut last_t, _, mut value)) = next() else {
         return;
