@@ -74,6 +74,11 @@ pub fn occupancy(col: &[Option<f32>], what: &str) -> Result<(), String> {
 /// Times within ±[`MAX_ABS_TIME`] and no range ending before it starts.
 pub fn times(start: &[i64], end: &[i64], table: &str) -> Result<(), String> {
     time_range(start, end, table)?;
+    ordered(start, end, table)
+}
+
+/// No range ending before it starts.
+pub fn ordered(start: &[i64], end: &[i64], table: &str) -> Result<(), String> {
     for (i, (&s, &e)) in start.iter().zip(end).enumerate() {
         if e < s {
             return Err(format!(

@@ -156,7 +156,26 @@ fn invalid(reason: String) -> CaptureError {
 }
 
 /// Checks what the reader will check, so no unreadable file is written.
-pub fn validate(t: &Trace) -> Result<(), String> {
+/// Times out of range come first and are the trace's fault: an imported
+/// trace can hold them (a damaged timestamp). Anything else is the
+/// writer's (a `Trace` no importer makes).
+pub fn validate(t: &Trace) -> Result<(), CaptureError> {
+    for (start, end, table) in [
+        (&t.gpu.start, &t.gpu.end, "GPU activity"),
+        (&t.runtime.start, &t.runtime.end, "runtime call"),
+        (&t.cpu_ops.start, &t.cpu_ops.end, "CPU op"),
+        (&t.markers.start, &t.markers.end, "marker"),
+    ] {
+        check::time_range(start, end, table).map_err(|reason| CaptureError::TimeOutOfRange {
+            file: "<output>".into(),
+            reason,
+        })?;
+    }
+    invariants(t).map_err(invalid)
+}
+
+/// The reader's checks but the time range.
+fn invariants(t: &Trace) -> Result<(), String> {
     let ns = t.strings.len();
     let nt = t.threads.len();
     check::str_ids(&t.threads.name, ns, "thread name")?;
@@ -179,18 +198,18 @@ pub fn validate(t: &Trace) -> Result<(), String> {
     check::occupancy(&t.gpu.occupancy_pct, "GPU activity occupancy")?;
     check::collective_ids(&t.cpu_ops.collective, c.len(), "CPU op collective")?;
     check::str_ids(&t.gpu.name, ns, "GPU activity name")?;
-    check::times(&t.gpu.start, &t.gpu.end, "GPU activity")?;
+    check::ordered(&t.gpu.start, &t.gpu.end, "GPU activity")?;
     check::thread_ids(&t.runtime.thread, nt, "runtime call thread")?;
     check::str_ids(&t.runtime.name, ns, "runtime call name")?;
-    check::times(&t.runtime.start, &t.runtime.end, "runtime call")?;
+    check::ordered(&t.runtime.start, &t.runtime.end, "runtime call")?;
     check::thread_ids(&t.cpu_ops.thread, nt, "CPU op thread")?;
     check::str_ids(&t.cpu_ops.name, ns, "CPU op name")?;
     check::str_ids(&t.cpu_ops.shapes, ns, "CPU op shapes")?;
     check::str_ids(&t.cpu_ops.source, ns, "CPU op source")?;
-    check::times(&t.cpu_ops.start, &t.cpu_ops.end, "CPU op")?;
+    check::ordered(&t.cpu_ops.start, &t.cpu_ops.end, "CPU op")?;
     check::opt_thread_ids(&t.markers.thread, nt, "marker thread")?;
     check::str_ids(&t.markers.name, ns, "marker name")?;
-    check::times(&t.markers.start, &t.markers.end, "marker")?;
+    check::ordered(&t.markers.start, &t.markers.end, "marker")?;
     Ok(())
 }
 
@@ -202,21 +221,7 @@ pub fn write_to(trace: &Trace, out: &mut dyn Write, level: u32) -> Result<u64, C
 /// Writes `trace` in format `version` (an older one only in tests, to
 /// check that files written before a column existed still read).
 fn write_version(trace: &Trace, out: &mut dyn Write, level: u32, version: u32) -> Result<u64, CaptureError> {
-    // Times out of range first: an imported trace can hold them (a damaged
-    // timestamp), so they are the trace's fault, not the writer's.
-    let t = trace;
-    for (start, end, table) in [
-        (&t.gpu.start, &t.gpu.end, "GPU activity"),
-        (&t.runtime.start, &t.runtime.end, "runtime call"),
-        (&t.cpu_ops.start, &t.cpu_ops.end, "CPU op"),
-        (&t.markers.start, &t.markers.end, "marker"),
-    ] {
-        check::time_range(start, end, table).map_err(|reason| CaptureError::TimeOutOfRange {
-            file: "<output>".into(),
-            reason,
-        })?;
-    }
-    validate(trace).map_err(invalid)?;
+    validate(trace)?;
     let mut head = Vec::with_capacity(FILE_HEADER_LEN);
     head.extend_from_slice(&MAGIC);
     version.put(&mut head);
