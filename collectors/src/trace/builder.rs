@@ -231,10 +231,6 @@ impl TraceBuilder {
                 })
             })
             .collect();
-        join_table(&mut out, &mut rest, |b| &mut b.gpu, GpuActivityTable::concat);
-        join_table(&mut out, &mut rest, |b| &mut b.runtime, RuntimeCallTable::concat);
-        join_table(&mut out, &mut rest, |b| &mut b.cpu_ops, CpuOpTable::concat);
-        join_table(&mut out, &mut rest, |b| &mut b.markers, MarkerTable::concat);
         // Collective rows: each later part's after the ones before it,
         // with its strings remapped.
         let mut coll_at = Vec::with_capacity(rest.len());
@@ -247,37 +243,49 @@ impl TraceBuilder {
                 col.iter_mut().for_each(|id| *id = smap[id.0 as usize]);
             }
         }
-        join_table(
-            &mut out,
-            &mut rest,
-            |b| &mut b.collectives,
-            CollectiveTable::concat,
+        out.collectives = CollectiveTable::concat(take_parts(&mut out, &mut rest, |b| &mut b.collectives));
+        // Each table joined and its ids remapped on one of two threads:
+        // copying hundreds of MB into fresh columns is mostly page faults,
+        // which two threads take in half the time.
+        let (gpu, runtime, cpu_ops, markers) = (
+            take_parts(&mut out, &mut rest, |b| &mut b.gpu),
+            take_parts(&mut out, &mut rest, |b| &mut b.runtime),
+            take_parts(&mut out, &mut rest, |b| &mut b.cpu_ops),
+            take_parts(&mut out, &mut rest, |b| &mut b.markers),
         );
-        let colls = |col: &mut [Option<CollectiveRow>], base: usize| {
-            col.iter_mut()
-                .flatten()
-                .for_each(|c| *c = CollectiveRow::new(c.index() + base))
-        };
-        let strs =
-            |col: &mut [StrId], smap: &[StrId]| col.iter_mut().for_each(|id| *id = smap[id.0 as usize]);
-        let thrs =
-            |col: &mut [ThreadId], tmap: &[ThreadId]| col.iter_mut().for_each(|t| *t = tmap[t.0 as usize]);
-        let opt_thrs = |col: &mut [Option<ThreadId>], tmap: &[ThreadId]| {
-            col.iter_mut().flatten().for_each(|t| *t = tmap[t.0 as usize])
-        };
-        for (((smap, tmap), [gpu, rt, op, mk]), base) in maps.iter().zip(ranges).zip(coll_at) {
-            colls(&mut out.gpu.collective[gpu.clone()], base);
-            colls(&mut out.cpu_ops.collective[op.clone()], base);
-            strs(&mut out.gpu.name[gpu], smap);
-            strs(&mut out.runtime.name[rt.clone()], smap);
-            thrs(&mut out.runtime.thread[rt], tmap);
-            strs(&mut out.cpu_ops.name[op.clone()], smap);
-            strs(&mut out.cpu_ops.shapes[op.clone()], smap);
-            strs(&mut out.cpu_ops.source[op.clone()], smap);
-            thrs(&mut out.cpu_ops.thread[op], tmap);
-            strs(&mut out.markers.name[mk.clone()], smap);
-            opt_thrs(&mut out.markers.thread[mk], tmap);
-        }
+        let parallel = at.iter().sum::<usize>() >= PARALLEL_ROWS;
+        let ((gpu, runtime), (cpu_ops, markers)) = both(
+            parallel,
+            || {
+                let mut gpu = GpuActivityTable::concat(gpu);
+                let mut runtime = RuntimeCallTable::concat(runtime);
+                for (((smap, tmap), [g, rt, _, _]), &base) in maps.iter().zip(&ranges).zip(&coll_at) {
+                    remap_collectives(&mut gpu.collective[g.clone()], base);
+                    remap_strings(&mut gpu.name[g.clone()], smap);
+                    remap_strings(&mut runtime.name[rt.clone()], smap);
+                    remap_threads(&mut runtime.thread[rt.clone()], tmap);
+                }
+                (gpu, runtime)
+            },
+            || {
+                let mut ops = CpuOpTable::concat(cpu_ops);
+                let mut markers = MarkerTable::concat(markers);
+                for (((smap, tmap), [_, _, op, mk]), &base) in maps.iter().zip(&ranges).zip(&coll_at) {
+                    remap_collectives(&mut ops.collective[op.clone()], base);
+                    remap_strings(&mut ops.name[op.clone()], smap);
+                    remap_strings(&mut ops.shapes[op.clone()], smap);
+                    remap_strings(&mut ops.source[op.clone()], smap);
+                    remap_threads(&mut ops.thread[op.clone()], tmap);
+                    remap_strings(&mut markers.name[mk.clone()], smap);
+                    markers.thread[mk.clone()]
+                        .iter_mut()
+                        .flatten()
+                        .for_each(|t| *t = tmap[t.0 as usize]);
+                }
+                (ops, markers)
+            },
+        );
+        (out.gpu, out.runtime, out.cpu_ops, out.markers) = (gpu, runtime, cpu_ops, markers);
         out
     }
 
@@ -465,15 +473,33 @@ impl TraceBuilder {
 
 /// Replaces `out`'s `table` with the rows of `out`'s and then every
 /// `rest`'s, in order.
-fn join_table<T: Default>(
+/// Table `table` of `out` and of each of `rest`, in order, taken out of
+/// them.
+fn take_parts<T: Default>(
     out: &mut TraceBuilder,
     rest: &mut [TraceBuilder],
     table: fn(&mut TraceBuilder) -> &mut T,
-    concat: fn(Vec<T>) -> T,
-) {
+) -> Vec<T> {
     let mut all = vec![std::mem::take(table(out))];
     all.extend(rest.iter_mut().map(|p| std::mem::take(table(p))));
-    *table(out) = concat(all);
+    all
+}
+
+/// A later part's collective links, made rows of the joined table.
+fn remap_collectives(col: &mut [Option<CollectiveRow>], base: usize) {
+    col.iter_mut()
+        .flatten()
+        .for_each(|c| *c = CollectiveRow::new(c.index() + base))
+}
+
+/// A later part's string ids, made ids of the joined strings.
+fn remap_strings(col: &mut [StrId], smap: &[StrId]) {
+    col.iter_mut().for_each(|id| *id = smap[id.0 as usize]);
+}
+
+/// A later part's thread ids, made ids of the joined threads.
+fn remap_threads(col: &mut [ThreadId], tmap: &[ThreadId]) {
+    col.iter_mut().for_each(|t| *t = tmap[t.0 as usize]);
 }
 
 fn rebase(start: &mut [Ns], end: &mut [Ns], origin: Ns) {
