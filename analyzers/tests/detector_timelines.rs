@@ -78,6 +78,44 @@ fn d2_cpu_bound_operator() {
     assert!(x.hint.contains("aten::nonzero"));
 }
 
+/// A finding's idle evidence is its longest pieces, longest first and the
+/// earliest first among equals: 20 stretches of CPU work of 10-50 µs,
+/// each lengths several times over.
+///
+/// ```text
+/// stream 7    [k0]      [k1]          [k2]    ...
+/// thread 1    [ProfilerStep#1...........................]
+///                 [nonzero][L]  [nonzero....][L]  ...
+/// ```
+#[test]
+fn d2_evidence_is_the_longest_pieces_earliest_first_among_equals() {
+    let mut t = Sketch::in_units(US);
+    let cpu: Vec<Ns> = (0..20).map(|i| 10 + (i * 7 % 5) * 10).collect();
+    let end = 20 * 80;
+    t.op(0, end, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 100);
+    t.kernel(7, 0, 10, 100);
+    let mut at = 10;
+    let mut expect: Vec<(Ns, Ns)> = Vec::new();
+    for (i, &c) in cpu.iter().enumerate() {
+        t.op(at, at + c, "aten::nonzero");
+        t.call(at + c, at + c + 2, "cudaLaunchKernel", i as u64);
+        t.kernel(7, at + c + 5, at + c + 15, i as u64);
+        expect.push((at * US, (at + c) * US));
+        at += c + 15;
+    }
+    let f = t.findings();
+    let x = find(&f, "cpu_bound_operator").expect("D2");
+    let idle: Vec<(Ns, Ns)> = x
+        .evidence
+        .iter()
+        .filter(|e| e.kind == "idle")
+        .map(|e| (e.start_ns, e.end_ns))
+        .collect();
+    assert!(idle.len() >= 5, "{:?}", x.evidence);
+    expect.sort_by_key(|&(s, e)| (std::cmp::Reverse(e - s), s));
+    assert_eq!(idle, expect[..idle.len()]);
+}
+
 #[test]
 fn d2_near_miss_below_the_noise_floor() {
     assert!(find(&cpu_bound(3), "cpu_bound_operator").is_none());

@@ -7,6 +7,7 @@ use crate::detectors::{Evidence, Finding, MAX_EVIDENCE};
 use crate::whatif::Edit;
 use crate::whatif::Replay;
 use gapscope_collectors::trace::{CallRow, GpuRow, Ns, OpRow};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A finding before its totals and savings are computed.
 pub(crate) struct Draft {
@@ -103,17 +104,58 @@ impl Cx<'_> {
         if threads <= 1 {
             return drafts.iter().map(one).collect();
         }
-        let chunk = drafts.len().div_ceil(threads);
+        // Each thread takes the next draft when it is done with one: a
+        // replay's cost ranges from nothing to a pass over the whole
+        // window, so halves fixed in advance left one thread working
+        // alone at the end. This thread takes drafts too.
+        // A replay runs from the first event its edit changes to the end
+        // of the window, so the earliest edits are the longest: they go
+        // first.
+        let mut order: Vec<usize> = (0..drafts.len()).collect();
+        order.sort_by_cached_key(|&i| self.earliest_change(&drafts[i]));
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut done = Vec::new();
+            while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                done.push((i, one(&drafts[i])));
+            }
+            done
+        };
+        let mut savings = vec![0; drafts.len()];
         std::thread::scope(|s| {
-            let handles: Vec<_> = drafts
-                .chunks(chunk)
-                .map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<Ns>>()))
-                .collect();
-            handles
+            let others: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+            let mine = work();
+            for done in others
                 .into_iter()
-                .flat_map(|h| h.join().expect("a replay panicked"))
-                .collect()
-        })
+                .map(|h| h.join().expect("a replay panicked"))
+                .chain([mine])
+            {
+                for (i, ns) in done {
+                    savings[i] = ns;
+                }
+            }
+        });
+        savings
+    }
+
+    /// The earliest time draft `d`'s savings edit changes (`Ns::MAX` when
+    /// it changes nothing): where its replay starts.
+    fn earliest_change(&self, d: &Draft) -> Ns {
+        let (gpu, rt) = (&self.trace.gpu, &self.trace.runtime);
+        let e = &d.edit;
+        // Pieces are in time order: the lowest index is the earliest.
+        let pieces = d
+            .remove_piece_cpu
+            .then(|| d.pieces.iter().min().map(|&i| self.pieces[i].start));
+        e.remove_cpu
+            .iter()
+            .map(|(_, (s, _))| *s)
+            .chain(e.no_wait.iter().map(|c| rt.start[c.index()]))
+            .chain(e.remove_gpu.iter().map(|g| gpu.start[g.index()]))
+            .chain(e.shorten_gpu.iter().map(|(g, _)| gpu.start[g.index()]))
+            .chain(pieces.flatten())
+            .min()
+            .unwrap_or(Ns::MAX)
     }
 
     pub(crate) fn finish(&self, d: Draft, est_savings_ns: Ns) -> Finding {
@@ -128,17 +170,23 @@ impl Cx<'_> {
             .filter(|&b| b > 0);
         let (operator, annotation, source) = d.blame.clone().unwrap_or_else(|| self.blame(&d.pieces));
         let mut evidence = d.evidence;
-        // The longest pieces, the earliest first among equals: only the
-        // few shown are sorted (a group can hold a million pieces).
+        // The longest pieces, the earliest first among equals, kept in one
+        // pass over the group (it can hold a million pieces; only the few
+        // shown are ever in order).
         let room = MAX_EVIDENCE.saturating_sub(evidence.len());
-        let key = |&i: &usize| (std::cmp::Reverse(self.pieces[i].dur()), self.pieces[i].start);
-        let mut largest: Vec<usize> = d.pieces.clone();
-        if room > 0 && largest.len() > room {
-            largest.select_nth_unstable_by_key(room - 1, key);
+        let key = |i: usize| (std::cmp::Reverse(self.pieces[i].dur()), self.pieces[i].start);
+        let mut largest: Vec<((std::cmp::Reverse<Ns>, Ns), usize)> = Vec::with_capacity(room + 1);
+        let pieces = if room > 0 { &d.pieces[..] } else { &[] };
+        for &i in pieces {
+            let k = key(i);
+            if largest.len() == room && largest.last().is_some_and(|&(last, _)| k >= last) {
+                continue;
+            }
+            let at = largest.partition_point(|&(other, _)| other <= k);
+            largest.insert(at, (k, i));
             largest.truncate(room);
         }
-        largest.sort_by_key(key);
-        for &i in largest.iter().take(room) {
+        for &(_, i) in &largest {
             let p = &self.pieces[i];
             evidence.push(Evidence {
                 kind: "idle".into(),
