@@ -27,7 +27,7 @@ impl Session<'_> {
     /// The analysis, keeping nothing else.
     pub fn into_analysis(self) -> Analysis {
         self.analysis();
-        self.analysis.into_inner().expect("computed above")
+        self.take_analysis().expect("computed above")
     }
 }
 

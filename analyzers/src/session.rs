@@ -158,6 +158,45 @@ impl<'t> Session<'t> {
         }
     }
 
+    /// The analysis if computed, keeping nothing else. The rest is freed
+    /// on a thread of its own while the caller goes on (to write the
+    /// analysis, as a rule): on a big trace it is hundreds of MB, and
+    /// freeing them is the kernel unmapping pages for tens of ms.
+    pub(crate) fn take_analysis(self) -> Option<Analysis> {
+        let Session {
+            whole,
+            selected,
+            blame,
+            communication,
+            devices,
+            findings,
+            kernels,
+            launches,
+            analysis,
+            ..
+        } = self;
+        let whole = match whole {
+            Cow::Owned(t) => Some(t),
+            Cow::Borrowed(_) => None,
+        };
+        let rest = (
+            whole,
+            selected,
+            blame,
+            communication,
+            devices,
+            findings,
+            kernels,
+            launches,
+        );
+        // Should the thread not start, the closure, and `rest` in it, is
+        // dropped here.
+        let _ = std::thread::Builder::new()
+            .name("gapscope-free".into())
+            .spawn(move || drop(rest));
+        analysis.into_inner()
+    }
+
     /// The analysed trace: the selection the options make, or the whole
     /// trace when they select all of it. Session row indices point here.
     pub fn trace(&self) -> &Trace {
