@@ -28,7 +28,7 @@ use crate::names::{
     user_frame,
 };
 use gapscope_collectors::trace::FxHashMap;
-use gapscope_collectors::trace::{CpuOpKind, Ns, OpRow, StrId, Strings, ThreadId, Trace};
+use gapscope_collectors::trace::{CpuOpKind, Ns, OpRow, StrId, Strings, Trace};
 
 /// Per-row blame, computed once per trace.
 #[derive(Clone, Debug, Default)]
@@ -209,95 +209,6 @@ impl OpContext {
     }
 }
 
-/// The innermost `cpu_ops` row of `thread` whose range holds `t`
-/// (`start <= t < end`), if any. Rows are in preorder per thread, so the
-/// last row starting at or before `t` is that row or a descendant of it:
-/// walk up from there.
-pub fn innermost_op(trace: &Trace, thread: ThreadId, t: Ns) -> Option<OpRow> {
-    if thread.0 as usize + 1 >= trace.cpu_op_thread_start.len() {
-        return None;
-    }
-    let range = trace.cpu_ops_of(thread);
-    let ops = &trace.cpu_ops;
-    let k = range.start + ops.start[range.clone()].partition_point(|&s| s <= t);
-    if k == range.start {
-        return None;
-    }
-    enclosing(trace, OpRow::new(k - 1), t)
-}
-
-/// `row` or its nearest ancestor that is still open at `t`.
-fn enclosing(trace: &Trace, row: OpRow, t: Ns) -> Option<OpRow> {
-    let mut o = Some(row);
-    while let Some(r) = o {
-        if trace.cpu_ops.end[r.index()] > t {
-            break;
-        }
-        o = trace.cpu_ops.parent[r.index()];
-    }
-    o
-}
-
-/// Finds the innermost range of a thread at increasing times, galloping
-/// forward from the last answer instead of a full binary search each time
-/// (a search over millions of rows costs a cache miss per level; gaps are
-/// visited in time order, so the next answer is usually a few rows ahead).
-#[derive(Clone, Debug)]
-pub struct OpCursors {
-    /// Per thread: the first row (global index) starting after the last
-    /// time sought.
-    pos: Vec<usize>,
-}
-
-impl OpCursors {
-    /// Cursors at the start of every thread of `trace`.
-    pub fn new(trace: &Trace) -> Self {
-        let starts = &trace.cpu_op_thread_start;
-        OpCursors {
-            pos: starts[..starts.len().saturating_sub(1)]
-                .iter()
-                .map(|&s| s as usize)
-                .collect(),
-        }
-    }
-
-    /// The first row of `thread` (global index) whose start is after `t`;
-    /// `None` for a thread with no rows table entry.
-    pub fn seek(&mut self, trace: &Trace, thread: ThreadId, t: Ns) -> Option<usize> {
-        let ti = thread.0 as usize;
-        let pos = self.pos.get_mut(ti)?;
-        let range = trace.cpu_ops_of(thread);
-        let starts = &trace.cpu_ops.start;
-        if *pos > range.start && starts[*pos - 1] > t {
-            // Moved back in time: start over.
-            *pos = range.start + starts[range.clone()].partition_point(|&s| s <= t);
-            return Some(*pos);
-        }
-        let (mut lo, end, mut step) = (*pos, range.end, 1);
-        while lo < end && starts[lo] <= t {
-            let probe = (lo + step).min(end);
-            if probe < end && starts[probe] <= t {
-                lo = probe + 1;
-                step *= 2;
-            } else {
-                lo = lo + 1 + starts[lo + 1..probe].partition_point(|&s| s <= t);
-                break;
-            }
-        }
-        *pos = lo;
-        Some(lo)
-    }
-
-    /// Like [`innermost_op`], through the cursor of `thread`.
-    pub fn innermost(&mut self, trace: &Trace, thread: ThreadId, t: Ns) -> Option<OpRow> {
-        let k = self.seek(trace, thread, t)?;
-        if k == trace.cpu_ops_of(thread).start {
-            return None;
-        }
-        enclosing(trace, OpRow::new(k - 1), t)
-    }
-}
-
 /// The row's own frame (any, user-code): its name when it is a Python frame,
 /// else its `source` column.
 fn own_frame(
@@ -366,35 +277,6 @@ mod tests {
         assert_eq!(module_class("nn.Module: Linear"), "nn.Module: Linear");
         assert_eq!(module_class("nn.Module: Conv2d_x"), "nn.Module: Conv2d_x");
         assert_eq!(module_class("step_3"), "step_3");
-    }
-
-    #[test]
-    fn cursor_agrees_with_binary_search() {
-        let mut b = TraceBuilder::new();
-        b.set_origin(0);
-        let t = b.thread(1, 1);
-        let u = b.thread(1, 2);
-        let n = b.intern("aten::x");
-        for i in 0..200 {
-            b.push_cpu_op(CpuOp::new(t, i * 10, i * 10 + 5, n, CpuOpKind::Operator));
-            b.push_cpu_op(CpuOp::new(t, i * 10 + 1, i * 10 + 3, n, CpuOpKind::Operator));
-        }
-        b.push_cpu_op(CpuOp::new(u, 0, 1, n, CpuOpKind::Operator));
-        let tr = b.finish();
-        let mut c = OpCursors::new(&tr);
-        let times = (0..2100).step_by(3).chain([700, 5, 1999, 0, -1, 3000]);
-        for time in times {
-            assert_eq!(
-                c.innermost(&tr, t, time),
-                innermost_op(&tr, t, time),
-                "t = {time}"
-            );
-            assert_eq!(
-                c.innermost(&tr, u, time),
-                innermost_op(&tr, u, time),
-                "t = {time}"
-            );
-        }
     }
 
     /// ```text

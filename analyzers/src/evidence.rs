@@ -344,7 +344,7 @@ pub fn graph_setup_spans(trace: &Trace) -> Vec<GraphSetup> {
 /// `nn.Module`) of `thread` holding `t`.
 fn user_range_around(trace: &Trace, thread: ThreadId, t: Ns) -> Option<(Ns, Ns)> {
     let ops = &trace.cpu_ops;
-    let mut at = crate::attribution::innermost_op(trace, thread, t);
+    let mut at = gapscope_collectors::trace::innermost_op(trace, thread, t);
     while let Some(r) = at.map(|r| r.index()) {
         let name = trace.strings.get(ops.name[r]);
         if ops.kind[r] == CpuOpKind::UserAnnotation && !is_step_name(name) && !name.starts_with("nn.Module:")

@@ -91,12 +91,12 @@
 //! nearest annotation (the DataLoader range for `dataloader`), and the best
 //! source frame.
 
-use crate::attribution::{OpContext, OpCursors};
+use crate::attribution::OpContext;
 use crate::causes::Cause;
 use crate::evidence::DeviceEvidence;
 use crate::gaps::{device_gaps, Gap};
 use crate::intervals::Span;
-use gapscope_collectors::trace::{GpuRow, Ns, OpRow, StrId, Strings, ThreadId, Trace};
+use gapscope_collectors::trace::{GpuRow, Ns, OpCursors, OpRow, StrId, Strings, ThreadId, Trace};
 use std::borrow::Cow;
 
 /// Launched work that has not started this long after it was queued (its

@@ -12,6 +12,7 @@
 //!                                                     call's start)
 //! ```
 
+use super::op_cursors::OpCursors;
 use super::parallel::{both, PARALLEL_ROWS};
 use super::rows::{CallRow, OpRow};
 use super::tables::*;
@@ -72,9 +73,11 @@ impl Links {
                 (gpu_launch, runtime_gpu_count)
             },
             || -> Vec<Option<OpRow>> {
-                let mut holding = Holding::new(ops, thread_start);
+                // Calls are in time order: each thread's cursor gallops
+                // forward from its last answer.
+                let mut cursors = OpCursors::over(thread_start);
                 (0..runtime.len())
-                    .map(|r| holding.innermost(runtime.thread[r], runtime.start[r]))
+                    .map(|r| cursors.innermost_in(ops, thread_start, runtime.thread[r], runtime.start[r]))
                     .collect()
             },
         );
@@ -115,83 +118,9 @@ impl Links {
     }
 }
 
-/// Finds the innermost operator holding a time on a thread, for calls met
-/// in time order: each thread keeps where its last search ended, so the
-/// next one gallops forward from there instead of searching all the
-/// thread's operators (millions of calls, each a binary search over
-/// millions of operators, was the longest step of the import's end).
-pub(crate) struct Holding<'t> {
-    ops: &'t CpuOpTable,
-    thread_start: &'t [u32],
-    /// Per thread: the number of its operators (from its first) that start
-    /// at or before the last time asked about.
-    seen: Vec<u32>,
-}
-
-impl<'t> Holding<'t> {
-    pub(crate) fn new(ops: &'t CpuOpTable, thread_start: &'t [u32]) -> Holding<'t> {
-        let seen = thread_start
-            .iter()
-            .take(thread_start.len().saturating_sub(1))
-            .copied()
-            .collect();
-        Holding {
-            ops,
-            thread_start,
-            seen,
-        }
-    }
-
-    /// The innermost op of `thread` with `start <= t < end`. Ops are in
-    /// preorder, so the last op starting at or before `t` is either that
-    /// op or a descendant of it: walk up from there. Any order of asking is
-    /// answered exactly; time order is the fast one.
-    pub(crate) fn innermost(&mut self, thread: ThreadId, t: i64) -> Option<OpRow> {
-        let ti = thread.0 as usize;
-        if ti + 1 >= self.thread_start.len() {
-            return None;
-        }
-        let (lo, hi) = (self.thread_start[ti] as usize, self.thread_start[ti + 1] as usize);
-        let starts = &self.ops.start[..hi];
-        let from = self.seen[ti] as usize;
-        let k = if from > lo && starts[from - 1] > t {
-            // Asked about an earlier time: search from the thread's start.
-            lo + starts[lo..from].partition_point(|&s| s <= t)
-        } else {
-            gallop(starts, from, t)
-        };
-        self.seen[ti] = k as u32;
-        if k == lo {
-            return None;
-        }
-        let mut o = Some(OpRow::new(k - 1));
-        while let Some(row) = o {
-            if self.ops.end[row.index()] > t {
-                return Some(row);
-            }
-            o = self.ops.parent[row.index()];
-        }
-        None
-    }
-}
-
-/// The end of the run of `starts[from..]` that are at most `t`, given
-/// `starts` is sorted: steps of 1, 2, 4, ... then a binary search within
-/// the last step, so a short way costs a few reads.
-fn gallop(starts: &[i64], from: usize, t: i64) -> usize {
-    let (mut at, mut step) = (from, 1);
-    while at + step <= starts.len() && starts[at + step - 1] <= t {
-        at += step;
-        step *= 2;
-    }
-    let bound = (at + step - 1).min(starts.len());
-    at + starts[at..bound].partition_point(|&s| s <= t)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::*;
-    use super::Holding;
 
     /// ```text
     /// thread 1: [step.......................................]
@@ -229,65 +158,6 @@ mod tests {
         assert_eq!(tr.links.runtime_gpu_count, vec![2, 1]);
         assert_eq!(tr.op_name(tr.links.runtime_op[0]), Some("aten::mm"));
         assert_eq!(tr.op_name(tr.links.runtime_op[1]), Some("aten::sum"));
-    }
-
-    /// The innermost holding operator, found by looking at every one.
-    fn innermost_by_scan(tr: &Trace, thread: ThreadId, t: i64) -> Option<OpRow> {
-        let ops = &tr.cpu_ops;
-        (0..ops.len())
-            .filter(|&i| ops.thread[i] == thread && ops.start[i] <= t && t < ops.end[i])
-            .max_by_key(|&i| (ops.start[i], std::cmp::Reverse(ops.end[i]), i))
-            .map(OpRow::new)
-    }
-
-    /// ```text
-    /// thread 1: [step 0..1000...........................................]
-    ///             [op ][op ][op ]...  each with a child   (100 ops)
-    /// thread 2:        [op 30..60]    [op 500..900 [op 600..700]]
-    /// ```
-    /// Asked in time order (the import's way), backwards, and in a
-    /// scrambled order, with times on every edge: the same answers as a
-    /// scan of every operator.
-    #[test]
-    fn holding_gallops_forward_and_answers_any_order_exactly() {
-        let mut b = TraceBuilder::new();
-        let t1 = b.thread(1, 1);
-        let t2 = b.thread(1, 2);
-        let t3 = b.thread(1, 3);
-        let n = b.intern("op");
-        b.push_cpu_op(CpuOp::new(t1, 0, 1000, n, CpuOpKind::ProfilerStep));
-        for i in 0..100 {
-            b.push_cpu_op(CpuOp::new(t1, 5 + 9 * i, 12 + 9 * i, n, CpuOpKind::Operator));
-            b.push_cpu_op(CpuOp::new(t1, 7 + 9 * i, 9 + 9 * i, n, CpuOpKind::Operator));
-        }
-        b.push_cpu_op(CpuOp::new(t2, 30, 60, n, CpuOpKind::Operator));
-        b.push_cpu_op(CpuOp::new(t2, 500, 900, n, CpuOpKind::Operator));
-        b.push_cpu_op(CpuOp::new(t2, 600, 700, n, CpuOpKind::Operator));
-        let tr = b.finish();
-        let origin = tr.meta.origin_ns;
-        let mut asks: Vec<(ThreadId, i64)> = Vec::new();
-        for t in -3..1010 {
-            for th in [t1, t2, t3] {
-                asks.push((th, t - origin));
-            }
-        }
-        let expect: Vec<Option<OpRow>> = asks
-            .iter()
-            .map(|&(th, t)| innermost_by_scan(&tr, th, t))
-            .collect();
-        assert!(expect.iter().filter(|o| o.is_some()).count() > 1000);
-        let ask_all = |order: &[usize]| {
-            let mut h = Holding::new(&tr.cpu_ops, &tr.cpu_op_thread_start);
-            for &i in order {
-                let (th, t) = asks[i];
-                assert_eq!(h.innermost(th, t), expect[i], "thread {th:?} at {t}");
-            }
-        };
-        let forward: Vec<usize> = (0..asks.len()).collect();
-        ask_all(&forward);
-        ask_all(&forward.iter().rev().copied().collect::<Vec<_>>());
-        let scrambled: Vec<usize> = (0..asks.len()).map(|i| i * 7919 % asks.len()).collect();
-        ask_all(&scrambled);
     }
 
     #[test]

@@ -28,6 +28,7 @@
 mod builder;
 mod hash;
 mod links;
+mod op_cursors;
 mod parallel;
 mod rows;
 mod sketch;
@@ -38,6 +39,7 @@ mod time_range;
 pub use builder::TraceBuilder;
 pub use hash::{FxBuildHasher, FxHashMap, FxHashSet, FxHasher};
 pub use links::Links;
+pub use op_cursors::{innermost_op, OpCursors};
 pub use rows::{CallRow, CollectiveRow, GpuRow, MarkerRow, OpRow};
 pub use sketch::Sketch;
 pub use strings::{StrId, Strings};
