@@ -12,6 +12,7 @@
 //!                                                     call's start)
 //! ```
 
+use super::hash::FxHashMap;
 use super::op_cursors::OpCursors;
 use super::parallel::{both, PARALLEL_ROWS};
 use super::rows::{CallRow, OpRow};
@@ -87,26 +88,24 @@ impl Links {
         // the fallback when containment finds nothing (calls recorded on a
         // thread the operator did not run on): the first operator row with
         // the call's id.
-        let mut wanted: Vec<u64> = (0..runtime.len())
+        // The ids wanted are few (thousands) and the operators many: one
+        // hash lookup per operator, after a range test that most skip.
+        let mut first: FxHashMap<u64, Option<OpRow>> = (0..runtime.len())
             .filter(|&r| runtime_op[r].is_none() && runtime.external_id[r] != 0)
-            .map(|r| runtime.external_id[r])
+            .map(|r| (runtime.external_id[r], None))
             .collect();
-        if !wanted.is_empty() {
-            wanted.sort_unstable();
-            wanted.dedup();
-            let mut first: Vec<Option<OpRow>> = vec![None; wanted.len()];
+        if let (Some(&lo), Some(&hi)) = (first.keys().min(), first.keys().max()) {
             for i in 0..ops.len() {
-                if ops.external_id[i] != 0 && ops.kind[i] == CpuOpKind::Operator {
-                    if let Ok(k) = wanted.binary_search(&ops.external_id[i]) {
-                        first[k].get_or_insert(OpRow::new(i));
+                let ext = ops.external_id[i];
+                if (lo..=hi).contains(&ext) && ops.kind[i] == CpuOpKind::Operator {
+                    if let Some(slot) = first.get_mut(&ext) {
+                        slot.get_or_insert(OpRow::new(i));
                     }
                 }
             }
-            for (op, &ext) in runtime_op.iter_mut().zip(&runtime.external_id) {
-                if op.is_none() && ext != 0 {
-                    if let Ok(k) = wanted.binary_search(&ext) {
-                        *op = first[k];
-                    }
+            for (op, ext) in runtime_op.iter_mut().zip(&runtime.external_id) {
+                if op.is_none() && *ext != 0 {
+                    *op = first.get(ext).copied().flatten();
                 }
             }
         }
