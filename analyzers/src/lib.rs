@@ -16,6 +16,7 @@ pub mod detectors;
 pub mod diff;
 pub mod evidence;
 pub mod format;
+mod free;
 pub mod gaps;
 pub mod gpu_metrics;
 pub mod idle;

@@ -74,6 +74,7 @@ use crate::collectives::communication_rows;
 use crate::counters::{self, Counters};
 use crate::detectors::{detect_device, rank, Finding};
 use crate::evidence::DeviceEvidence;
+use crate::free::free_beside;
 use crate::intervals::Span;
 use crate::kernels::{kernel_table, KernelTable};
 use crate::launch_stats::{launches, Launch};
@@ -160,8 +161,7 @@ impl<'t> Session<'t> {
 
     /// The analysis if computed, keeping nothing else. The rest is freed
     /// on a thread of its own while the caller goes on (to write the
-    /// analysis, as a rule): on a big trace it is hundreds of MB, and
-    /// freeing them is the kernel unmapping pages for tens of ms.
+    /// analysis, as a rule).
     pub(crate) fn take_analysis(self) -> Option<Analysis> {
         let Session {
             whole,
@@ -179,7 +179,7 @@ impl<'t> Session<'t> {
             Cow::Owned(t) => Some(t),
             Cow::Borrowed(_) => None,
         };
-        let rest = (
+        free_beside((
             whole,
             selected,
             blame,
@@ -188,12 +188,7 @@ impl<'t> Session<'t> {
             findings,
             kernels,
             launches,
-        );
-        // Should the thread not start, the closure, and `rest` in it, is
-        // dropped here.
-        let _ = std::thread::Builder::new()
-            .name("gapscope-free".into())
-            .spawn(move || drop(rest));
+        ));
         analysis.into_inner()
     }
 

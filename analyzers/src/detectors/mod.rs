@@ -78,6 +78,7 @@ pub(crate) use shared::{CallClass, Cx, Draft, SiteGroup, SyncKind, NOISE_NS, SLO
 
 use crate::attribution::OpContext;
 use crate::evidence::DeviceEvidence;
+use crate::free::free_beside;
 use crate::segments::{IdleAnalyzer, IdleSegment};
 use crate::whatif::Replay;
 use crate::window::Window;
@@ -197,11 +198,13 @@ pub fn detect_device(
         )
     });
     let savings = cx.all_savings(&replay, &drafts);
-    drafts
+    let findings = drafts
         .into_iter()
         .zip(savings)
         .map(|(d, s)| cx.finish(d, s))
-        .collect()
+        .collect();
+    free_beside((cx.into_owned(), replay));
+    findings
 }
 
 fn yes() -> bool {

@@ -76,6 +76,16 @@ impl<'a> Cx<'a> {
         cx
     }
 
+    /// What the context owns (the pieces and the per-row columns), for
+    /// freeing apart from it.
+    pub(crate) fn into_owned(self) -> impl Send + 'static {
+        let segs = match self.segs {
+            Cow::Owned(v) => Some(v),
+            Cow::Borrowed(_) => None,
+        };
+        (segs, self.pieces, self.call_gpu, self.busy)
+    }
+
     /// The segment piece `p` was cut from: its operator, annotation,
     /// source and first call.
     pub fn seg(&self, p: &Piece) -> &IdleSegment {
