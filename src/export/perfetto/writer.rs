@@ -18,10 +18,12 @@ use flate2::{Compress, Compression, FlushCompress, Status};
 use gapscope_collectors::trace::{StrId, Strings};
 use prost::Message;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Write};
+use std::sync::mpsc::{Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
 
 /// One writer is one packet sequence. Any non-zero id works; zero breaks
 /// interning, and iids are scoped to it. A job's
@@ -160,46 +162,59 @@ impl FxHasher {
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
-/// Compresses the chunks on a thread of its own while the writer encodes
-/// the packets of the next ones (compression was a sixth of an export's
-/// time); the compressed chunks are written in the order they were made,
-/// so the file is the same as compressing them in line.
+/// Compresses the chunks on threads of their own, one per core, while the
+/// writer encodes the packets of the next ones (compression was a sixth of
+/// an export's CPU time, and one thread could not keep up with the writer
+/// once the analysis was done); the compressed chunks are written in the
+/// order they were made, so the file is the same as compressing them in
+/// line.
 struct Deflate {
-    /// Raw chunks to the compressing thread; `None` when it could not be
-    /// started, and then `inline` compresses here.
-    raw: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
-    /// The framed `compressed_packets` packets, in order.
-    done: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
-    /// Chunks sent and not yet written.
-    in_flight: usize,
+    /// Raw chunks, each with the channel its compressed form comes back
+    /// on, to the compressing threads; `None` when none could be started,
+    /// and then `inline` compresses here.
+    jobs: Option<SyncSender<DeflateJob>>,
+    /// Those channels, in the order the chunks were sent: the framed
+    /// `compressed_packets` packets come back through them.
+    pending: VecDeque<Receiver<io::Result<Vec<u8>>>>,
     inline: Option<Compress>,
     level: Compression,
 }
 
-/// Chunks the compressing thread may hold before the writer waits: about
-/// 4 MB of packets.
+/// A raw chunk, and where its compressed form goes.
+type DeflateJob = (Vec<u8>, Sender<io::Result<Vec<u8>>>);
+
+/// Chunks sent to the compressing threads and not yet written before the
+/// writer waits: about 4 MB of packets.
 const CHUNKS_IN_FLIGHT: usize = 8;
 
 impl Deflate {
     fn new(level: Compression) -> Deflate {
-        let (raw_tx, raw_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
-        let (done_tx, done) = std::sync::mpsc::channel();
-        let started = std::thread::Builder::new()
-            .name("perfetto-deflate".into())
-            .spawn(move || {
-                let mut z = Compress::new(level, true);
-                for packets in raw_rx {
-                    if done_tx.send(compressed_chunk(&mut z, &packets)).is_err() {
-                        return;
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<DeflateJob>(CHUNKS_IN_FLIGHT);
+        let queue = Arc::new(Mutex::new(queue));
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut started = 0;
+        for _ in 0..threads {
+            let queue = Arc::clone(&queue);
+            let worker = std::thread::Builder::new()
+                .name("perfetto-deflate".into())
+                .spawn(move || {
+                    let mut z = Compress::new(level, true);
+                    loop {
+                        // The lock is held only to take the next chunk.
+                        let job = queue.lock().ok().and_then(|q| q.recv().ok());
+                        let Some((packets, back)) = job else {
+                            return;
+                        };
+                        // A writer that has gone (an error) no longer reads.
+                        let _ = back.send(compressed_chunk(&mut z, &packets));
                     }
-                }
-            })
-            .is_ok();
+                });
+            started += usize::from(worker.is_ok());
+        }
         Deflate {
-            raw: started.then_some(raw_tx),
-            done,
-            in_flight: 0,
-            inline: (!started).then(|| Compress::new(level, true)),
+            jobs: (started > 0).then_some(jobs),
+            pending: VecDeque::new(),
+            inline: (started == 0).then(|| Compress::new(level, true)),
             level,
         }
     }
@@ -525,20 +540,23 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         let Some(d) = &mut self.deflate else {
             return Ok(());
         };
-        let packets = match &d.raw {
-            Some(raw) => match raw.send(packets) {
-                Ok(()) => {
-                    d.in_flight += 1;
-                    return self.write_chunks(CHUNKS_IN_FLIGHT);
+        let packets = match &d.jobs {
+            Some(jobs) => {
+                let (back, compressed) = std::sync::mpsc::channel();
+                match jobs.send((packets, back)) {
+                    Ok(()) => {
+                        d.pending.push_back(compressed);
+                        return self.write_chunks(CHUNKS_IN_FLIGHT);
+                    }
+                    // The threads are gone (they cannot fail but by
+                    // panicking): compress here from now on.
+                    Err(e) => {
+                        d.jobs = None;
+                        d.inline = Some(Compress::new(d.level, true));
+                        e.0 .0
+                    }
                 }
-                // The thread is gone (it cannot fail but by panicking):
-                // compress here from now on.
-                Err(e) => {
-                    d.raw = None;
-                    d.inline = Some(Compress::new(d.level, true));
-                    e.0
-                }
-            },
+            }
             None => packets,
         };
         self.write_chunks(0)?;
@@ -557,20 +575,19 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             let Some(d) = &mut self.deflate else {
                 return Ok(());
             };
-            if d.in_flight == 0 {
+            let Some(next) = d.pending.front() else {
                 return Ok(());
-            }
-            let chunk = if d.in_flight > keep {
-                d.done
-                    .recv()
-                    .map_err(|_| io::Error::other("the compressing thread stopped"))?
+            };
+            let chunk = if d.pending.len() > keep {
+                next.recv()
+                    .map_err(|_| io::Error::other("a compressing thread stopped"))?
             } else {
-                match d.done.try_recv() {
+                match next.try_recv() {
                     Ok(chunk) => chunk,
                     Err(_) => return Ok(()),
                 }
             };
-            d.in_flight -= 1;
+            d.pending.pop_front();
             self.write_compressed(&chunk?)?;
         }
     }
