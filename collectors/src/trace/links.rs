@@ -40,19 +40,23 @@ impl Links {
         ops: &CpuOpTable,
         thread_start: &[u32],
     ) -> Links {
-        // (correlation, row) of every call that has one, sorted: a lookup is
-        // a binary search, and the first of equal ids is the earliest call
-        // (the one kept for a duplicated id). Half the memory of a hash map.
-        let mut by_corr: Vec<(u64, u32)> = (0..runtime.len())
-            .filter(|&i| runtime.correlation[i] != 0)
-            .map(|i| (runtime.correlation[i], i as u32))
-            .collect();
-        by_corr.sort_unstable();
-        // GPU rows to their calls here, calls to their operators on another
-        // thread: neither reads what the other writes.
+        // GPU rows to their calls on another thread, calls to their
+        // operators here: neither reads what the other writes.
         let ((gpu_launch, runtime_gpu_count), mut runtime_op) = both(
             runtime.len() >= PARALLEL_ROWS,
             || {
+                // (correlation, row) of every call that has one, sorted: a
+                // lookup is a binary search, and the first of equal ids is
+                // the earliest call (the one kept for a duplicated id). Half
+                // the memory of a hash map. Ids mostly come in the calls'
+                // time order, which the stable sort finds in runs.
+                let mut by_corr: Vec<(u64, u32)> = Vec::with_capacity(runtime.len());
+                by_corr.extend(
+                    (0..runtime.len())
+                        .filter(|&i| runtime.correlation[i] != 0)
+                        .map(|i| (runtime.correlation[i], i as u32)),
+                );
+                by_corr.sort();
                 let mut runtime_gpu_count = vec![0u32; runtime.len()];
                 let gpu_launch: Vec<Option<CallRow>> = gpu
                     .correlation
@@ -82,7 +86,6 @@ impl Links {
                     .collect()
             },
         );
-        drop(by_corr);
 
         // Kineto gives operators and runtime calls an "External id"; it is
         // the fallback when containment finds nothing (calls recorded on a
