@@ -26,6 +26,7 @@
 //! ```
 
 mod builder;
+mod cycles;
 mod hash;
 mod links;
 mod op_cursors;

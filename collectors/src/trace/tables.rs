@@ -14,6 +14,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct ThreadId(pub u32);
 
+/// Keeps the elements of `column` whose `keep` is true, in order, in place.
+fn keep_marked<T>(column: &mut Vec<T>, keep: &[bool]) {
+    let mut k = keep.iter();
+    column.retain(|_| *k.next().expect("a mark per row"));
+}
+
 macro_rules! columnar_table {
     (
         $(#[$tmeta:meta])* $table:ident,
@@ -54,9 +60,13 @@ macro_rules! columnar_table {
                 self.len() == 0
             }
 
-            /// Reorders every column so that new row `i` is old row `order[i]`.
+            /// Reorders every column so that new row `i` is old row
+            /// `order[i]`; `order` must be a permutation of the rows. In
+            /// place, by swaps along the permutation's cycles.
             pub fn permute(&mut self, order: &[u32]) {
-                $( self.$field = order.iter().map(|&i| self.$field[i as usize].clone()).collect(); )*
+                assert_eq!(order.len(), self.len(), "a permutation of every row");
+                let cycles = super::cycles::Cycles::of(order);
+                $( cycles.apply(&mut self.$field); )*
             }
 
             /// The rows of `parts`, in order, in columns allocated once at
@@ -77,8 +87,7 @@ macro_rules! columnar_table {
 
             /// Keeps only the rows for which `keep[i]` is true.
             pub fn retain_rows(&mut self, keep: &[bool]) {
-                let order: Vec<u32> = (0..self.len() as u32).filter(|&i| keep[i as usize]).collect();
-                self.permute(&order);
+                $( keep_marked(&mut self.$field, keep); )*
             }
         }
     };
