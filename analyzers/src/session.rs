@@ -163,33 +163,13 @@ impl<'t> Session<'t> {
     /// on a thread of its own while the caller goes on (to write the
     /// analysis, as a rule).
     pub(crate) fn take_analysis(self) -> Option<Analysis> {
-        let Session {
-            whole,
-            selected,
-            blame,
-            communication,
-            devices,
-            findings,
-            kernels,
-            launches,
-            analysis,
-            ..
-        } = self;
-        let whole = match whole {
+        let whole = match self.whole {
             Cow::Owned(t) => Some(t),
             Cow::Borrowed(_) => None,
         };
-        free_beside((
-            whole,
-            selected,
-            blame,
-            communication,
-            devices,
-            findings,
-            kernels,
-            launches,
-        ));
-        analysis.into_inner()
+        let rest = (whole, self.selected, self.blame, self.communication);
+        free_beside((rest, self.devices, self.findings, self.kernels, self.launches));
+        self.analysis.into_inner()
     }
 
     /// The analysed trace: the selection the options make, or the whole
