@@ -26,11 +26,11 @@
 //! ```
 
 mod builder;
-mod cycles;
 mod hash;
 mod links;
 mod op_cursors;
 mod parallel;
+mod reorder;
 mod rows;
 mod sketch;
 mod strings;

@@ -61,12 +61,11 @@ macro_rules! columnar_table {
             }
 
             /// Reorders every column so that new row `i` is old row
-            /// `order[i]`; `order` must be a permutation of the rows. In
-            /// place, by swaps along the permutation's cycles.
+            /// `order[i]` (`order` has an index per row). In place, through
+            /// one scratch buffer for all the columns.
             pub fn permute(&mut self, order: &[u32]) {
-                assert_eq!(order.len(), self.len(), "a permutation of every row");
-                let cycles = super::cycles::Cycles::of(order);
-                $( cycles.apply(&mut self.$field); )*
+                let mut scratch = Vec::new();
+                $( super::reorder::gather_in_place(&mut self.$field, order, &mut scratch); )*
             }
 
             /// The rows of `parts`, in order, in columns allocated once at
