@@ -163,12 +163,17 @@ impl<'t> Session<'t> {
     /// on a thread of its own while the caller goes on (to write the
     /// analysis, as a rule).
     pub(crate) fn take_analysis(self) -> Option<Analysis> {
+        let t = self.trace();
+        let rows = t.gpu.len() + t.runtime.len() + t.cpu_ops.len();
         let whole = match self.whole {
             Cow::Owned(t) => Some(t),
             Cow::Borrowed(_) => None,
         };
         let rest = (whole, self.selected, self.blame, self.communication);
-        free_beside((rest, self.devices, self.findings, self.kernels, self.launches));
+        free_beside(
+            (rest, self.devices, self.findings, self.kernels, self.launches),
+            rows,
+        );
         self.analysis.into_inner()
     }
 

@@ -203,7 +203,8 @@ pub fn detect_device(
         .zip(savings)
         .map(|(d, s)| cx.finish(d, s))
         .collect();
-    free_beside((cx.into_owned(), replay));
+    let rows = cx.pieces.len();
+    free_beside((cx.into_owned(), replay), rows);
     findings
 }
 
