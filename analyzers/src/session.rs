@@ -163,8 +163,8 @@ impl<'t> Session<'t> {
     /// on a thread of its own while the caller goes on (to write the
     /// analysis, as a rule).
     pub(crate) fn take_analysis(self) -> Option<Analysis> {
-        let t = self.trace();
-        let rows = t.gpu.len() + t.runtime.len() + t.cpu_ops.len();
+        let trace = self.trace();
+        let rows = trace.gpu.len() + trace.runtime.len() + trace.cpu_ops.len();
         let whole = match self.whole {
             Cow::Owned(t) => Some(t),
             Cow::Borrowed(_) => None,

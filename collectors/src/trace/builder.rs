@@ -253,34 +253,34 @@ impl TraceBuilder {
             take_parts(&mut out, &mut rest, |b| &mut b.cpu_ops),
             take_parts(&mut out, &mut rest, |b| &mut b.markers),
         );
+        // Per later part: its string and thread maps, its rows' ranges in
+        // the joined tables, and where its collectives start.
+        let later = || maps.iter().zip(&ranges).zip(&coll_at);
         let parallel = at.iter().sum::<usize>() >= PARALLEL_ROWS;
         let ((gpu, runtime), (cpu_ops, markers)) = both(
             parallel,
             || {
                 let mut gpu = GpuActivityTable::concat(gpu);
                 let mut runtime = RuntimeCallTable::concat(runtime);
-                for (((smap, tmap), [g, rt, _, _]), &base) in maps.iter().zip(&ranges).zip(&coll_at) {
+                for (((smap, tmap), [g, rt, _, _]), &base) in later() {
                     remap_collectives(&mut gpu.collective[g.clone()], base);
                     remap_strings(&mut gpu.name[g.clone()], smap);
                     remap_strings(&mut runtime.name[rt.clone()], smap);
-                    remap_threads(&mut runtime.thread[rt.clone()], tmap);
+                    remap_threads(runtime.thread[rt.clone()].iter_mut(), tmap);
                 }
                 (gpu, runtime)
             },
             || {
                 let mut ops = CpuOpTable::concat(cpu_ops);
                 let mut markers = MarkerTable::concat(markers);
-                for (((smap, tmap), [_, _, op, mk]), &base) in maps.iter().zip(&ranges).zip(&coll_at) {
+                for (((smap, tmap), [_, _, op, mk]), &base) in later() {
                     remap_collectives(&mut ops.collective[op.clone()], base);
                     remap_strings(&mut ops.name[op.clone()], smap);
                     remap_strings(&mut ops.shapes[op.clone()], smap);
                     remap_strings(&mut ops.source[op.clone()], smap);
-                    remap_threads(&mut ops.thread[op.clone()], tmap);
+                    remap_threads(ops.thread[op.clone()].iter_mut(), tmap);
                     remap_strings(&mut markers.name[mk.clone()], smap);
-                    markers.thread[mk.clone()]
-                        .iter_mut()
-                        .flatten()
-                        .for_each(|t| *t = tmap[t.0 as usize]);
+                    remap_threads(markers.thread[mk.clone()].iter_mut().flatten(), tmap);
                 }
                 (ops, markers)
             },
@@ -471,8 +471,6 @@ impl TraceBuilder {
     }
 }
 
-/// Replaces `out`'s `table` with the rows of `out`'s and then every
-/// `rest`'s, in order.
 /// Table `table` of `out` and of each of `rest`, in order, taken out of
 /// them.
 fn take_parts<T: Default>(
@@ -498,8 +496,8 @@ fn remap_strings(col: &mut [StrId], smap: &[StrId]) {
 }
 
 /// A later part's thread ids, made ids of the joined threads.
-fn remap_threads(col: &mut [ThreadId], tmap: &[ThreadId]) {
-    col.iter_mut().for_each(|t| *t = tmap[t.0 as usize]);
+fn remap_threads<'c>(ids: impl Iterator<Item = &'c mut ThreadId>, tmap: &[ThreadId]) {
+    ids.for_each(|t| *t = tmap[t.0 as usize]);
 }
 
 fn rebase(start: &mut [Ns], end: &mut [Ns], origin: Ns) {

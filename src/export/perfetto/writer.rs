@@ -200,7 +200,8 @@ impl Deflate {
                 .spawn(move || {
                     let mut z = Compress::new(level, true);
                     loop {
-                        // The lock is held only to take the next chunk.
+                        // One thread at a time waits for and takes the
+                        // next chunk; the lock is let go before compressing.
                         let job = queue.lock().ok().and_then(|q| q.recv().ok());
                         let Some((packets, back)) = job else {
                             return;

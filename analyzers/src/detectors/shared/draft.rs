@@ -104,13 +104,11 @@ impl Cx<'_> {
         if threads <= 1 {
             return drafts.iter().map(one).collect();
         }
-        // Each thread takes the next draft when it is done with one: a
-        // replay's cost ranges from nothing to a pass over the whole
-        // window, so halves fixed in advance left one thread working
-        // alone at the end. This thread takes drafts too.
-        // A replay runs from the first event its edit changes to the end
-        // of the window, so the earliest edits are the longest: they go
-        // first.
+        // Each thread, this one too, takes the next draft when it is done
+        // with one: a replay runs from the first event its edit changes to
+        // the end of the window, so its cost ranges from nothing to a whole
+        // pass, and halves fixed in advance left one thread working alone
+        // at the end. The earliest edits, the longest replays, go first.
         let mut order: Vec<usize> = (0..drafts.len()).collect();
         order.sort_by_cached_key(|&i| self.earliest_change(&drafts[i]));
         let next = AtomicUsize::new(0);
