@@ -38,6 +38,9 @@ fn replay_without_edit_reproduces_every_shared_trace_exactly() {
                     assert_eq!(span, (rt.start[i], rt.end[i]), "{} call {i}", path.display());
                 }
             }
+            // The baseline Replay::new kept without a second pass is what a
+            // pass from scratch gives.
+            assert_eq!(o.makespan, r.baseline(), "{} device {d}", path.display());
             assert_eq!(r.savings(&Edit::default()), 0);
             devices += 1;
         }
