@@ -53,7 +53,8 @@ use super::{Cx, Draft, NOISE_NS};
 use crate::causes::Cause;
 use crate::format::{duration, percent_whole};
 use crate::names::{display_source, is_allocation_op};
-use gapscope_collectors::trace::{CpuOpKind, FxHashMap, FxHashSet, OpRow, StrId, Strings};
+use gapscope_collectors::trace::parallel::{both, PARALLEL_ROWS};
+use gapscope_collectors::trace::{CpuOpKind, FxHashMap, FxHashSet, Ns, OpRow, StrId, Strings};
 
 /// Share of the window a group must explain to be reported (ours).
 pub const MIN_SHARE: f64 = 0.01;
@@ -95,15 +96,20 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         _ => String::new(),
     });
     let floor = ((MIN_SHARE * cx.window_ns() as f64) as i64).max(NOISE_NS);
-    let mut out = Vec::new();
+    // The largest groups above the floor become findings; the others'
+    // pieces are left unclaimed.
+    let mut kept = Vec::new();
     for (key, pieces) in groups {
         let idle = cx.total(&pieces);
-        if idle < floor || out.len() >= super::MAX_GROUPS {
+        if idle < floor || kept.len() >= super::MAX_GROUPS {
             for &i in &pieces {
                 claims[i] = false;
             }
             continue;
         }
+        kept.push((key, pieces, idle));
+    }
+    let draft = |(key, pieces, idle): (String, Vec<usize>, Ns)| -> Draft {
         let per_step = duration(idle / cx.n_steps());
         let share = percent_whole(idle, cx.window_ns());
         let mut d = if let Some(range) = key.strip_prefix("r:") {
@@ -203,9 +209,19 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             d
         };
         d.pieces = pieces;
-        out.push(d);
-    }
-    out
+        d
+    };
+    // The largest group is drafted beside the others: on a big trace its
+    // blame and advice walk a million pieces.
+    let parallel = kept.len() > 1 && kept[0].1.len() >= PARALLEL_ROWS;
+    let mut kept = kept.into_iter();
+    let first = kept.next();
+    let (first, rest) = both(
+        parallel,
+        || first.map(draft),
+        || kept.map(draft).collect::<Vec<_>>(),
+    );
+    first.into_iter().chain(rest).collect()
 }
 
 /// The user range each of `taken` (piece indices, in time order) is

@@ -29,7 +29,7 @@ mod builder;
 mod hash;
 mod links;
 mod op_cursors;
-mod parallel;
+pub mod parallel;
 mod reorder;
 mod rows;
 mod sketch;

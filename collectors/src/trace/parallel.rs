@@ -3,11 +3,11 @@
 
 /// Below this many rows, finishing a table is quicker than starting a
 /// thread for it.
-pub(super) const PARALLEL_ROWS: usize = 1 << 16;
+pub const PARALLEL_ROWS: usize = 1 << 16;
 
 /// Runs `a` and `b`, on two threads when `parallel`, and returns both
-/// results.
-pub(super) fn both<A: Send, B: Send>(
+/// results. (The analyzers split their longest passes with it too.)
+pub fn both<A: Send, B: Send>(
     parallel: bool,
     a: impl FnOnce() -> A + Send,
     b: impl FnOnce() -> B + Send,
