@@ -20,6 +20,8 @@ use crate::segments::{IdleAnalyzer, IdleSegment};
 use gapscope_collectors::trace::FxHashMap;
 use gapscope_collectors::trace::{Ns, OpRow, StrId, Strings, Trace};
 use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// How many gaps [`Attribution::top_gaps`] keeps.
 pub const TOP_GAPS: usize = 20;
@@ -130,12 +132,24 @@ pub fn gap_runs(segs: &[IdleSegment]) -> impl Iterator<Item = &[IdleSegment]> {
 }
 
 fn top_gaps(trace: &Trace, device: u32, segs: &[IdleSegment]) -> Vec<TopGap> {
-    let mut runs: Vec<&[IdleSegment]> = gap_runs(segs).collect();
     let dur = |r: &[IdleSegment]| r[r.len() - 1].end - r[0].start;
-    runs.sort_by_key(|r| (std::cmp::Reverse(dur(r)), r[0].start));
-    runs.truncate(TOP_GAPS);
-    runs.into_iter()
-        .map(|r| {
+    // The longest gaps, then the earliest, kept in a heap of TOP_GAPS as
+    // the gaps go by instead of sorting them all (a big trace has a
+    // million): each as its key and its segments' place. Equal keys keep
+    // their order, as a stable sort would (the place breaks the tie).
+    let mut top: BinaryHeap<((Reverse<Ns>, Ns), usize, usize)> = BinaryHeap::with_capacity(TOP_GAPS + 1);
+    let mut at = 0;
+    for r in gap_runs(segs) {
+        top.push(((Reverse(dur(r)), r[0].start), at, r.len()));
+        if top.len() > TOP_GAPS {
+            top.pop();
+        }
+        at += r.len();
+    }
+    top.into_sorted_vec()
+        .into_iter()
+        .map(|(_, at, len)| {
+            let r = &segs[at..at + len];
             // The cause holding most of the gap, then its longest segment:
             // fifty short DataLoader pieces outweigh one longer launch.
             let cause = by_cause(r).top().unwrap_or(r[0].cause);
@@ -200,4 +214,53 @@ fn op_name(trace: &Trace, row: Option<OpRow>) -> Option<String> {
 
 fn source_name(trace: &Trace, id: StrId) -> Option<String> {
     (id != Strings::EMPTY).then(|| display_source(trace.strings.get(id)).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(start: Ns, end: Ns) -> IdleSegment {
+        IdleSegment {
+            start,
+            end,
+            cause: Cause::CpuOp,
+            op: None,
+            annotation: None,
+            source: Strings::EMPTY,
+            first_call: false,
+            queued_from: Ns::MAX,
+        }
+    }
+
+    /// The heap keeps what sorting every gap and keeping the first
+    /// TOP_GAPS keeps: longest first, then earliest, equal lengths (many
+    /// here) in time order, gaps of one segment and of several alike.
+    #[test]
+    fn top_gaps_are_the_longest_then_earliest_of_all() {
+        let mut segs = Vec::new();
+        let mut t: Ns = 0;
+        for i in 0..500i64 {
+            let len = 1 + (i * 7919) % 37;
+            // Every third gap is cut in two segments.
+            if i % 3 == 0 && len > 1 {
+                segs.push(seg(t, t + 1));
+                segs.push(seg(t + 1, t + len));
+            } else {
+                segs.push(seg(t, t + len));
+            }
+            t += len + 5;
+        }
+        let got: Vec<(Ns, Ns)> = top_gaps(&Trace::default(), 0, &segs)
+            .iter()
+            .map(|g| (g.start_ns, g.dur_ns))
+            .collect();
+        let mut all: Vec<(Ns, Ns)> = gap_runs(&segs)
+            .map(|r| (r[0].start, r[r.len() - 1].end - r[0].start))
+            .collect();
+        all.sort_by_key(|&(s, d)| (Reverse(d), s));
+        all.truncate(TOP_GAPS);
+        assert_eq!(got, all);
+        assert_eq!(got.len(), TOP_GAPS);
+    }
 }
