@@ -102,8 +102,15 @@ impl DeviceEvidence {
 
     /// The blocking interval holding `t`, if any.
     pub fn blocking_at(&self, t: Ns) -> Option<&Blocking> {
-        let k = self.blocking.partition_point(|b| b.start <= t);
-        self.blocking[..k].last().filter(|b| b.end > t)
+        blocking_at(&self.blocking, t)
+    }
+
+    /// The blocking intervals overlapping `[s, e)`, in order: what
+    /// [`blocking_at`] needs for any instant inside it.
+    pub fn blocking_in(&self, (s, e): Span) -> &[Blocking] {
+        let first = self.blocking.partition_point(|b| b.end <= s);
+        let n = self.blocking[first..].partition_point(|b| b.start < e);
+        &self.blocking[first..first + n]
     }
 
     /// True when `t` is inside a profiler-overhead marker.
@@ -111,6 +118,12 @@ impl DeviceEvidence {
         let k = self.profiler.partition_point(|s| s.0 <= t);
         self.profiler[..k].last().is_some_and(|s| s.1 > t)
     }
+}
+
+/// The interval of `blocking` (sorted, disjoint) holding `t`, if any.
+pub fn blocking_at(blocking: &[Blocking], t: Ns) -> Option<&Blocking> {
+    let k = blocking.partition_point(|b| b.start <= t);
+    blocking[..k].last().filter(|b| b.end > t)
 }
 
 fn launcher_threads(trace: &Trace, device: u32) -> Vec<ThreadId> {

@@ -93,7 +93,7 @@
 
 use crate::attribution::OpContext;
 use crate::causes::Cause;
-use crate::evidence::DeviceEvidence;
+use crate::evidence::{blocking_at, Blocking, DeviceEvidence};
 use crate::gaps::{device_gaps, Gap};
 use crate::intervals::Span;
 use gapscope_collectors::trace::{GpuRow, Ns, OpCursors, OpRow, StrId, Strings, ThreadId, Trace};
@@ -284,9 +284,13 @@ impl<'t> IdleAnalyzer<'t> {
 
     fn split_gap(&self, ev: &DeviceEvidence, gap: &Gap, ops: &mut OpCursors, out: &mut Vec<IdleSegment>) {
         let who = self.issuer(ev, gap);
-        let cuts = self.cuts(ev, gap, &who, ops);
+        // The few blocking calls inside the gap, looked up once: a search
+        // over all of a big trace's for every instant was half the time
+        // of splitting its gaps.
+        let blocking = ev.blocking_in((gap.start, gap.end));
+        let cuts = self.cuts(ev, gap, &who, blocking, ops);
         for w in cuts.windows(2) {
-            let (cause, (op, annotation, source), first_call) = self.classify(ev, &who, w[0], ops);
+            let (cause, (op, annotation, source), first_call) = self.classify(ev, &who, blocking, w[0], ops);
             let seg = IdleSegment {
                 start: w[0],
                 end: w[1],
@@ -348,12 +352,20 @@ impl<'t> IdleAnalyzer<'t> {
 
     /// Every instant inside the gap where the answer may change, with the
     /// gap's edges, sorted and unique.
-    fn cuts(&self, ev: &DeviceEvidence, gap: &Gap, who: &Issuer, cursors: &mut OpCursors) -> Vec<Ns> {
+    /// `blocking`: the gap's blocking calls
+    /// ([`blocking_in`](DeviceEvidence::blocking_in)).
+    fn cuts(
+        &self,
+        ev: &DeviceEvidence,
+        gap: &Gap,
+        who: &Issuer,
+        blocking: &[Blocking],
+        cursors: &mut OpCursors,
+    ) -> Vec<Ns> {
         let (gs, ge) = (gap.start, gap.end);
         let inside = |t: Ns| t > gs && t < ge;
         let mut cuts = vec![gs, ge, who.launch_start, who.queued_from];
-        let first = ev.blocking.partition_point(|b| b.end <= gs);
-        for b in ev.blocking[first..].iter().take_while(|b| b.start < ge) {
+        for b in blocking {
             cuts.extend([b.start, b.end]);
         }
         for spans in [&ev.profiler, &ev.lazy_loading] {
@@ -403,11 +415,12 @@ impl<'t> IdleAnalyzer<'t> {
     /// [`Cause::PRECEDENCE`] whose rule (module docs) holds.
     /// Also says whether the time is a first call's (warm-up): for the
     /// host's own time (`cpu_op`, `framework_overhead`, inside the launch
-    /// call).
+    /// call). `blocking`: the gap's blocking calls.
     fn classify(
         &self,
         ev: &DeviceEvidence,
         who: &Issuer,
+        blocking: &[Blocking],
         t: Ns,
         ops: &mut OpCursors,
     ) -> (Cause, Blame, bool) {
@@ -426,8 +439,7 @@ impl<'t> IdleAnalyzer<'t> {
                     let setup = who.thread.is_some_and(|th| ev.graph_setup_at(th, t).is_some());
                     (!queued && setup).then(inner_blame)
                 }
-                Cause::Sync => ev
-                    .blocking_at(t)
+                Cause::Sync => blocking_at(blocking, t)
                     .filter(|_| !queued)
                     .map(|b| self.blame(self.trace.links.runtime_op[b.call.index()])),
                 Cause::Dataloader => inner
