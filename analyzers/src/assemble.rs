@@ -16,6 +16,7 @@ use crate::launch_stats::{stats_by_device, LaunchStats};
 use crate::session::Session;
 use crate::temporal::{temporal, Temporal};
 use crate::window;
+use gapscope_collectors::trace::parallel::both;
 use gapscope_collectors::trace::Trace;
 
 impl Session<'_> {
@@ -55,6 +56,7 @@ fn assemble(session: &Session) -> Analysis {
     let opts = session.options();
     let win = session.window();
     let ((temporal, launches), _) = both(
+        true,
         || {
             session.kernels();
             (
@@ -65,6 +67,7 @@ fn assemble(session: &Session) -> Analysis {
         || session.devices(),
     );
     let ((devices, steps), findings) = both(
+        true,
         || (device_reports(session, temporal, launches), step_reports(session)),
         || session.findings(),
     );
@@ -78,15 +81,6 @@ fn assemble(session: &Session) -> Analysis {
         diagnostics: diagnostics(trace, selected),
         kernels: session.kernels().clone(),
     }
-}
-
-/// Runs `a` on a thread of its own and `b` on this one; both results.
-fn both<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
-    std::thread::scope(|s| {
-        let other = s.spawn(a);
-        let rb = b();
-        (other.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), rb)
-    })
 }
 
 /// One report per device with busy GPU work.

@@ -1,12 +1,12 @@
-//! When and how finishing a trace's tables uses a second thread (the
-//! builder and the row links both do).
+//! When and how work uses a second thread: finishing a trace's tables
+//! (the builder, the row links) and the analyzers' longest passes.
 
-/// Below this many rows, finishing a table is quicker than starting a
-/// thread for it.
+/// Below this many rows (or detector pieces), the work is quicker done on
+/// one thread than a second thread is started for it.
 pub const PARALLEL_ROWS: usize = 1 << 16;
 
 /// Runs `a` and `b`, on two threads when `parallel`, and returns both
-/// results. (The analyzers split their longest passes with it too.)
+/// results.
 pub fn both<A: Send, B: Send>(
     parallel: bool,
     a: impl FnOnce() -> A + Send,
