@@ -84,6 +84,7 @@ use crate::whatif::Replay;
 use crate::window::Window;
 use gapscope_collectors::trace::{Ns, Trace};
 use serde::{Deserialize, Serialize};
+use shared::all_savings;
 
 /// One problem found in a trace, with what to do about it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -197,14 +198,17 @@ pub fn detect_device(
             (cx, drafts),
         )
     });
-    let savings = cx.all_savings(&replay, &drafts);
-    let findings = drafts
-        .into_iter()
-        .zip(savings)
-        .map(|(d, s)| cx.finish(d, s))
-        .collect();
+    // What the replays need and the findings are read from the pieces,
+    // which are then freed before the replays take their buffers: the
+    // pieces and those buffers together were the analysis' peak.
+    let jobs = cx.savings_jobs(&drafts);
+    let mut findings: Vec<Finding> = drafts.into_iter().map(|d| cx.finish(d)).collect();
     let rows = cx.pieces.len();
-    free_beside((cx.into_owned(), replay), rows);
+    free_beside(cx.into_owned(), rows);
+    for (f, s) in findings.iter_mut().zip(all_savings(&replay, &jobs)) {
+        f.est_savings_ns = s;
+    }
+    free_beside(replay, rows);
     findings
 }
 

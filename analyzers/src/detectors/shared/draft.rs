@@ -65,75 +65,54 @@ impl Draft {
     }
 }
 
+/// What replaying one draft's fix needs, read from the pieces while they
+/// are there: the replays run after the pieces are freed.
+pub(crate) struct SavingsJob {
+    edit: Edit,
+    /// What the draft explains: the saving is capped at it.
+    explained: Ns,
+    /// The earliest time the edit changes: where its replay starts.
+    earliest: Ns,
+}
+
 impl Cx<'_> {
-    /// The replayed saving of every draft (capped at what it explains; 0
-    /// when not estimable). Replays are independent passes over one
-    /// read-only graph, so they run on all cores.
-    pub(crate) fn all_savings(&self, replay: &Replay, drafts: &[Draft]) -> Vec<Ns> {
-        let one = |d: &Draft| -> Ns {
-            let idle = if d.primary {
-                self.total(&d.pieces)
-            } else {
-                d.context_idle_ns
-            };
-            let explained = idle + d.removed_busy_ns + d.drain_ns;
-            if !d.estimable || explained == 0 {
-                return 0;
-            }
-            let mut edit = d.edit.clone();
-            if d.remove_piece_cpu {
-                for &i in &d.pieces {
-                    let p = &self.pieces[i];
-                    if let Some(t) = self.thread(p) {
-                        match edit.remove_cpu.last_mut() {
-                            // The replay takes the union of each thread's
-                            // spans, and a group's pieces mostly run back
-                            // to back: one span for a run keeps the edit
-                            // small (a million pieces on a big trace).
-                            Some((last_t, (_, end))) if *last_t == t && *end == p.start => *end = p.end,
-                            _ => edit.remove_cpu.push((t, (p.start, p.end))),
-                        }
+    /// Each draft's replay job; `None` when its saving is not estimable or
+    /// it explains nothing (reported as 0).
+    pub(crate) fn savings_jobs(&self, drafts: &[Draft]) -> Vec<Option<SavingsJob>> {
+        drafts.iter().map(|d| self.savings_job(d)).collect()
+    }
+
+    fn savings_job(&self, d: &Draft) -> Option<SavingsJob> {
+        let idle = if d.primary {
+            self.total(&d.pieces)
+        } else {
+            d.context_idle_ns
+        };
+        let explained = idle + d.removed_busy_ns + d.drain_ns;
+        if !d.estimable || explained == 0 {
+            return None;
+        }
+        let mut edit = d.edit.clone();
+        if d.remove_piece_cpu {
+            for &i in &d.pieces {
+                let p = &self.pieces[i];
+                if let Some(t) = self.thread(p) {
+                    match edit.remove_cpu.last_mut() {
+                        // The replay takes the union of each thread's
+                        // spans, and a group's pieces mostly run back to
+                        // back: one span for a run keeps the edit small (a
+                        // million pieces on a big trace).
+                        Some((last_t, (_, end))) if *last_t == t && *end == p.start => *end = p.end,
+                        _ => edit.remove_cpu.push((t, (p.start, p.end))),
                     }
                 }
             }
-            replay.savings(&edit).min(explained)
-        };
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(drafts.len());
-        if threads <= 1 {
-            return drafts.iter().map(one).collect();
         }
-        // Each thread, this one too, takes the next draft when it is done
-        // with one: a replay runs from the first event its edit changes to
-        // the end of the window, so its cost ranges from nothing to a whole
-        // pass, and halves fixed in advance left one thread working alone
-        // at the end. The earliest edits, the longest replays, go first.
-        let mut order: Vec<usize> = (0..drafts.len()).collect();
-        order.sort_by_cached_key(|&i| self.earliest_change(&drafts[i]));
-        let next = AtomicUsize::new(0);
-        let work = || {
-            let mut done = Vec::new();
-            while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                done.push((i, one(&drafts[i])));
-            }
-            done
-        };
-        let mut savings = vec![0; drafts.len()];
-        std::thread::scope(|s| {
-            let others: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-            let mine = work();
-            for done in others
-                .into_iter()
-                .map(|h| h.join().expect("a replay panicked"))
-                .chain([mine])
-            {
-                for (i, ns) in done {
-                    savings[i] = ns;
-                }
-            }
-        });
-        savings
+        Some(SavingsJob {
+            earliest: self.earliest_change(d),
+            edit,
+            explained,
+        })
     }
 
     /// The earliest time draft `d`'s savings edit changes (`Ns::MAX` when
@@ -156,7 +135,9 @@ impl Cx<'_> {
             .unwrap_or(Ns::MAX)
     }
 
-    pub(crate) fn finish(&self, d: Draft, est_savings_ns: Ns) -> Finding {
+    /// The finding of draft `d`: its totals, blame and idle evidence. Its
+    /// saving is 0 here, set by the caller from [`all_savings`].
+    pub(crate) fn finish(&self, d: Draft) -> Finding {
         let idle_ns = if d.primary {
             self.total(&d.pieces)
         } else {
@@ -202,7 +183,8 @@ impl Cx<'_> {
             occurrences: d.occurrences,
             idle_ns,
             explained_ns,
-            est_savings_ns,
+            // Replayed after the pieces are freed ([`all_savings`]).
+            est_savings_ns: 0,
             estimable: d.estimable,
             savings_bound_ns,
             primary: d.primary,
@@ -243,4 +225,50 @@ impl Cx<'_> {
             end_ns: self.trace.cpu_ops.end[o.index()],
         }
     }
+}
+
+/// The replayed saving of each job (0 for none), capped at what its draft
+/// explains. Replays are independent passes over one read-only graph, so
+/// they run on all cores.
+pub(crate) fn all_savings(replay: &Replay, jobs: &[Option<SavingsJob>]) -> Vec<Ns> {
+    let one = |job: &Option<SavingsJob>| -> Ns {
+        job.as_ref()
+            .map_or(0, |j| replay.savings(&j.edit).min(j.explained))
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len());
+    if threads <= 1 {
+        return jobs.iter().map(one).collect();
+    }
+    // Each thread, this one too, takes the next job when it is done with
+    // one: a replay runs from the first event its edit changes to the end
+    // of the window, so its cost ranges from nothing to a whole pass, and
+    // halves fixed in advance left one thread working alone at the end.
+    // The earliest edits, the longest replays, go first.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| jobs[i].as_ref().map_or(Ns::MAX, |j| j.earliest));
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            done.push((i, one(&jobs[i])));
+        }
+        done
+    };
+    let mut savings = vec![0; jobs.len()];
+    std::thread::scope(|s| {
+        let others: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mine = work();
+        for done in others
+            .into_iter()
+            .map(|h| h.join().expect("a replay panicked"))
+            .chain([mine])
+        {
+            for (i, ns) in done {
+                savings[i] = ns;
+            }
+        }
+    });
+    savings
 }

@@ -18,6 +18,6 @@ pub(crate) mod sync;
 
 pub(crate) use claims::NOISE_NS;
 pub(crate) use context::Cx;
-pub(crate) use draft::Draft;
+pub(crate) use draft::{all_savings, Draft};
 pub(crate) use piece::{CallClass, SLOW_CALL_NS, TINY_COPY_BYTES};
 pub(crate) use sync::{SiteGroup, SyncKind};
