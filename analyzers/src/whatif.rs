@@ -72,6 +72,18 @@ use std::sync::Mutex;
 /// are read once per node per replay, so they stay plain `u32`s.
 const NO_NODE: u32 = u32::MAX;
 
+/// Calls per entry of [`Replay`]'s `reach`.
+const REACH_BLOCK: usize = 64;
+
+/// The trace's columns the recorded times are read from.
+#[derive(Clone, Copy)]
+struct Recorded<'t> {
+    call_start: &'t [Ns],
+    call_end: &'t [Ns],
+    gpu_start: &'t [Ns],
+    gpu_end: &'t [Ns],
+}
+
 /// A fix expressed as a change to the dependency graph.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Edit {
@@ -186,13 +198,15 @@ impl State {
 /// baseline computed (same inputs, same arithmetic), so only the rest of the
 /// window is replayed, in a reused buffer rather than freshly allocated
 /// arrays.
-pub struct Replay {
+pub struct Replay<'t> {
     window: Span,
+    /// The recorded times, read from the trace's own columns (`runtime`
+    /// and `gpu` start and end) through `call_row` and `gpu_row`, not
+    /// copied: [`Replay::cs`] and its siblings.
+    recorded: Recorded<'t>,
     // Calls.
     call_row: Vec<CallRow>,
     call_thread: Vec<u32>,
-    cs: Vec<Ns>,
-    ce: Vec<Ns>,
     prev_on_thread: Vec<u32>,
     /// Per call: its index in `blockers`, [`NO_NODE`] when it does not
     /// block.
@@ -202,13 +216,12 @@ pub struct Replay {
     /// (one flat list, not a vector per call: a trace has millions of calls).
     launched_at: Vec<u32>,
     launched: Vec<u32>,
-    /// Per call, in node order: the latest recorded start or end of calls
-    /// `0..=c` (the first call an edit's CPU time can touch).
+    /// Per block of [`REACH_BLOCK`] calls, in node order: the latest
+    /// recorded start or end of the calls up to the block's end (where the
+    /// first call an edit's CPU time can touch is looked for).
     reach: Vec<Ns>,
     // GPU rows.
     gpu_row: Vec<GpuRow>,
-    gs: Vec<Ns>,
-    ge: Vec<Ns>,
     g_launch: Vec<u32>,
     g_delay: Vec<Ns>,
     g_prev: Vec<u32>,
@@ -227,7 +240,7 @@ pub struct Replay {
     /// (`None`, the usual case: the lags are measured so that a replay
     /// without an edit gives back the recording, and a copy of every time
     /// would double the graph's largest columns); read through
-    /// [`Replay::base`].
+    /// [`Replay::base_state`] and [`Replay::restore`].
     base: Option<State>,
     /// `base_ge_max[i]`: the latest baseline end of GPU nodes `0..i`.
     base_ge_max: Vec<Ns>,
@@ -263,9 +276,9 @@ impl Outcome {
     }
 }
 
-impl Replay {
+impl<'t> Replay<'t> {
     /// Builds the graph of `device` inside `window`.
-    pub fn new(trace: &Trace, device: u32, window: Span, ev: &DeviceEvidence) -> Replay {
+    pub fn new(trace: &'t Trace, device: u32, window: Span, ev: &DeviceEvidence) -> Replay<'t> {
         let (ws, we) = window;
         let rt = &trace.runtime;
         let g = &trace.gpu;
@@ -292,8 +305,9 @@ impl Replay {
         }
         let node_of = |row: CallRow| node_at[row.index()].checked_sub(1);
         let nc = call_rows.len();
-        let cs: Vec<Ns> = call_rows.iter().map(|&r| rt.start[r.index()]).collect();
-        let ce: Vec<Ns> = call_rows.iter().map(|&r| rt.end[r.index()]).collect();
+        // The recorded times, read through the rows (not copied).
+        let cs = |c: usize| rt.start[call_rows[c].index()];
+        let ce = |c: usize| rt.end[call_rows[c].index()];
         let call_thread: Vec<u32> = call_rows.iter().map(|&r| rt.thread[r.index()].0).collect();
         let mut prev_on_thread = vec![NO_NODE; nc];
         // Every call's thread is a launcher, hence an index below n_threads.
@@ -309,11 +323,13 @@ impl Replay {
             .filter(|&(_, &l)| l != NO_NODE)
             .map(|(t, &l)| (t as u32, l))
             .collect();
-        let mut reach = Vec::with_capacity(nc);
+        let mut reach = Vec::with_capacity(nc.div_ceil(REACH_BLOCK));
         let mut latest = Ns::MIN;
         for i in 0..nc {
-            latest = latest.max(cs[i]).max(ce[i]);
-            reach.push(latest);
+            latest = latest.max(cs(i)).max(ce(i));
+            if i % REACH_BLOCK == REACH_BLOCK - 1 || i == nc - 1 {
+                reach.push(latest);
+            }
         }
 
         // GPU nodes and streams.
@@ -329,8 +345,8 @@ impl Replay {
                 *stream_ix.entry(g.stream[r.index()]).or_insert(n)
             })
             .collect();
-        let gs: Vec<Ns> = gpu_row.iter().map(|&r| g.start[r.index()]).collect();
-        let ge: Vec<Ns> = gpu_row.iter().map(|&r| g.end[r.index()]).collect();
+        let gs = |i: usize| g.start[gpu_row[i].index()];
+        let ge = |i: usize| g.end[gpu_row[i].index()];
         let mut g_launch = vec![NO_NODE; gpu_row.len()];
         let mut g_prev = vec![NO_NODE; gpu_row.len()];
         let mut stream_nodes: Vec<Vec<u32>> = vec![Vec::new(); stream_ix.len()];
@@ -360,19 +376,19 @@ impl Replay {
         let mut g_stream_lag = vec![0; gpu_row.len()];
         for i in 0..gpu_row.len() {
             let p = g_prev[i];
-            let waited_for_launch = p == NO_NODE || gs[i] > ge[p as usize];
+            let waited_for_launch = p == NO_NODE || gs(i) > ge(p as usize);
             let c = g_launch[i];
             if c != NO_NODE {
                 let c = c as usize;
-                let since_call = (gs[i] - cs[c]).max(0);
+                let since_call = (gs(i) - cs(c)).max(0);
                 g_delay[i] = if waited_for_launch {
                     since_call
                 } else {
-                    since_call.min(ce[c] - cs[c])
+                    since_call.min(ce(c) - cs(c))
                 };
             }
             if p != NO_NODE {
-                let gap = gs[i] - ge[p as usize];
+                let gap = gs(i) - ge(p as usize);
                 g_stream_lag[i] = if c != NO_NODE { gap.min(0) } else { gap };
             }
         }
@@ -411,10 +427,10 @@ impl Replay {
         // after everything else at its instant, never before it started.
         // Starts and GPU rows are already in time order, so the events are a
         // merge of three sorted lists, not a sort of all of them.
-        let end_rank = |i: usize| if ce[i] > cs[i] { 0u8 } else { 3 };
+        let end_rank = |i: usize| if ce(i) > cs(i) { 0u8 } else { 3 };
         let mut ends: Vec<u32> = (0..nc as u32).collect();
         // Stable and adaptive: call ends are nearly in order already.
-        ends.sort_by_key(|&i| (ce[i as usize], end_rank(i as usize)));
+        ends.sort_by_key(|&i| (ce(i as usize), end_rank(i as usize)));
         let mut events: Vec<PackedEv> = Vec::with_capacity(2 * nc + gpu_row.len());
         let mut start_pos = vec![0u32; nc];
         let mut end_pos = vec![0u32; nc];
@@ -423,15 +439,16 @@ impl Replay {
         // `DONE`, above every real key (ranks are at most 3). Ranks differ
         // between the lists, so the smallest head is never a tie.
         const DONE: (Ns, u8) = (Ns::MAX, u8::MAX);
+        let ng = gpu_row.len();
         let end_key = |a: usize| {
             ends.get(a)
-                .map_or(DONE, |&i| (ce[i as usize], end_rank(i as usize)))
+                .map_or(DONE, |&i| (ce(i as usize), end_rank(i as usize)))
         };
-        let start_key = |b: usize| cs.get(b).map_or(DONE, |&t| (t, 1));
-        let gpu_key = |c: usize| gs.get(c).map_or(DONE, |&t| (t, 2));
+        let start_key = |b: usize| if b < nc { (cs(b), 1) } else { DONE };
+        let gpu_key = |c: usize| if c < ng { (gs(c), 2) } else { DONE };
         let (mut a, mut b, mut c) = (0usize, 0usize, 0usize);
         let (mut ka, mut kb, mut kc) = (end_key(0), start_key(0), gpu_key(0));
-        for at in 0..(2 * nc + gs.len()) as u32 {
+        for at in 0..(2 * nc + ng) as u32 {
             if ka < kb && ka < kc {
                 end_pos[ends[a] as usize] = at;
                 events.push(PackedEv::new(Ev::CallEnd(ends[a])));
@@ -452,13 +469,16 @@ impl Replay {
         // The building's own columns go before the calibration allocates
         // its state: the graph's peak is then the graph and one state.
         drop((launcher, node_at, g_stream, fill, sync_records, stream_ix, ends));
-        let ng = gpu_row.len();
         let mut replay = Replay {
             window,
+            recorded: Recorded {
+                call_start: &rt.start,
+                call_end: &rt.end,
+                gpu_start: &g.start,
+                gpu_end: &g.end,
+            },
             call_row: call_rows,
             call_thread,
-            cs,
-            ce,
             prev_on_thread,
             blocker,
             blockers,
@@ -466,8 +486,6 @@ impl Replay {
             launched,
             reach,
             gpu_row,
-            gs,
-            ge,
             g_launch,
             g_delay,
             g_prev,
@@ -495,18 +513,19 @@ impl Replay {
                 continue;
             }
             let w = awaited[k as usize];
-            let dur = replay.ce[i] - replay.cs[i];
-            if w > replay.ce[i] {
+            let (cs, ce) = (replay.cs(i), replay.ce(i));
+            let dur = ce - cs;
+            if w > ce {
                 // It returned before work it supposedly waits for ended: it
                 // waited on less (one stream of several, an earlier event).
                 // Not knowing on what, keep its recorded length.
                 replay.blocker[i] = NO_NODE;
                 continue;
             }
-            let r = replay.ce[i].saturating_sub(w).clamp(0, dur);
+            let r = ce.saturating_sub(w).clamp(0, dur);
             let b = &mut replay.blockers[k as usize];
             b.ret = r;
-            b.own = if w > replay.cs[i] { r } else { dur };
+            b.own = if w > cs { r } else { dur };
         }
         drop(awaited);
         // The baseline. When the calibration pass gave back the recording,
@@ -516,11 +535,10 @@ impl Replay {
         // max(start + own, awaited + ret) = its recorded end (or keeps its
         // recorded length, when it was dropped above). Else it is replayed
         // from scratch, into the same buffer.
-        let mut recorded =
-            st.cs == replay.cs && st.ce == replay.ce && st.gs == replay.gs && st.ge == replay.ge;
+        let mut recorded = replay.is_recorded(&st);
         if !recorded {
             replay.pass(&mut st, 0, &none, None);
-            recorded = st.cs == replay.cs && st.ce == replay.ce && st.gs == replay.gs && st.ge == replay.ge;
+            recorded = replay.is_recorded(&st);
         }
         replay.baseline = replay.makespan(&st, 0, &none);
         let mut base_ge_max = Vec::with_capacity(ng + 1);
@@ -535,11 +553,74 @@ impl Replay {
         replay
     }
 
-    /// The baseline replay's times: the recorded ones unless they differ.
-    fn base(&self) -> (&[Ns], &[Ns], &[Ns], &[Ns]) {
+    /// Recorded start of call node `c`.
+    fn cs(&self, c: usize) -> Ns {
+        self.recorded.call_start[self.call_row[c].index()]
+    }
+
+    /// Recorded end of call node `c`.
+    fn ce(&self, c: usize) -> Ns {
+        self.recorded.call_end[self.call_row[c].index()]
+    }
+
+    /// Recorded start of GPU node `i`.
+    fn gs(&self, i: usize) -> Ns {
+        self.recorded.gpu_start[self.gpu_row[i].index()]
+    }
+
+    /// Recorded end of GPU node `i`.
+    fn ge(&self, i: usize) -> Ns {
+        self.recorded.gpu_end[self.gpu_row[i].index()]
+    }
+
+    /// Whether `st` holds the recorded times.
+    fn is_recorded(&self, st: &State) -> bool {
+        (0..st.cs.len()).all(|c| st.cs[c] == self.cs(c) && st.ce[c] == self.ce(c))
+            && (0..st.gs.len()).all(|i| st.gs[i] == self.gs(i) && st.ge[i] == self.ge(i))
+    }
+
+    /// A copy of the baseline replay's times: the recorded ones unless
+    /// they differ.
+    fn base_state(&self) -> State {
         match &self.base {
-            Some(b) => (&b.cs, &b.ce, &b.gs, &b.ge),
-            None => (&self.cs, &self.ce, &self.gs, &self.ge),
+            Some(b) => b.clone(),
+            None => State {
+                cs: (0..self.call_row.len()).map(|c| self.cs(c)).collect(),
+                ce: (0..self.call_row.len()).map(|c| self.ce(c)).collect(),
+                gs: (0..self.gpu_row.len()).map(|i| self.gs(i)).collect(),
+                ge: (0..self.gpu_row.len()).map(|i| self.ge(i)).collect(),
+            },
+        }
+    }
+
+    /// Puts the baseline's times back into `st` where a replay from event
+    /// `from` wrote them: calls from `call_from`, the ends of the calls
+    /// ending in events `from..`, GPU nodes from `gpu_from`.
+    fn restore(&self, st: &mut State, from: usize, call_from: usize, gpu_from: usize) {
+        match &self.base {
+            Some(b) => {
+                st.cs[call_from..].copy_from_slice(&b.cs[call_from..]);
+                st.gs[gpu_from..].copy_from_slice(&b.gs[gpu_from..]);
+                st.ge[gpu_from..].copy_from_slice(&b.ge[gpu_from..]);
+            }
+            None => {
+                for c in call_from..st.cs.len() {
+                    st.cs[c] = self.cs(c);
+                }
+                for i in gpu_from..st.gs.len() {
+                    st.gs[i] = self.gs(i);
+                    st.ge[i] = self.ge(i);
+                }
+            }
+        }
+        for &e in &self.events[from..] {
+            if let Ev::CallEnd(c) = e.get() {
+                let c = c as usize;
+                st.ce[c] = match &self.base {
+                    Some(b) => b.ce[c],
+                    None => self.ce(c),
+                };
+            }
         }
     }
 
@@ -551,7 +632,7 @@ impl Replay {
     /// Replays `edit` over the whole window.
     pub fn run(&self, edit: &Edit) -> Outcome {
         let a = Applied::new(self, edit);
-        let mut st = State::zeros(self.cs.len(), self.gs.len());
+        let mut st = State::zeros(self.call_row.len(), self.gpu_row.len());
         self.pass(&mut st, 0, &a, None);
         Outcome {
             makespan: self.makespan(&st, 0, &a),
@@ -579,29 +660,13 @@ impl Replay {
             .lock()
             .ok()
             .and_then(|mut p| p.pop())
-            .unwrap_or_else(|| {
-                let (cs, ce, gs, ge) = self.base();
-                State {
-                    cs: cs.to_vec(),
-                    ce: ce.to_vec(),
-                    gs: gs.to_vec(),
-                    ge: ge.to_vec(),
-                }
-            });
+            .unwrap_or_else(|| self.base_state());
         self.pass(&mut st, from, &a, None);
         let gpu_from = self.gpu_pos.partition_point(|&p| (p as usize) < from);
         let makespan = self.makespan(&st, gpu_from, &a);
         // Back to the baseline's times for the next replay.
         let call_from = self.start_pos.partition_point(|&p| (p as usize) < from);
-        let (base_cs, base_ce, base_gs, base_ge) = self.base();
-        st.cs[call_from..].copy_from_slice(&base_cs[call_from..]);
-        st.gs[gpu_from..].copy_from_slice(&base_gs[gpu_from..]);
-        st.ge[gpu_from..].copy_from_slice(&base_ge[gpu_from..]);
-        for &e in &self.events[from..] {
-            if let Ev::CallEnd(c) = e.get() {
-                st.ce[c as usize] = base_ce[c as usize];
-            }
-        }
+        self.restore(&mut st, from, call_from, gpu_from);
         if let Ok(mut p) = self.pool.lock() {
             p.push(st);
         }
@@ -613,10 +678,16 @@ impl Replay {
         let mut from = self.events.len();
         // Removed CPU time changes a call only when the call, or the time
         // before it since its thread's previous call, reaches past the
-        // first removed span's start; `reach` is monotonic.
+        // first removed span's start: the first call whose recorded start
+        // or end is past it (`reach` is monotonic: the block holding that
+        // call, then the call inside the block).
         if let Some(&(s0, _)) = a.all.spans.first() {
-            let c = self.reach.partition_point(|&r| r <= s0);
-            if c < self.start_pos.len() {
+            let block = self.reach.partition_point(|&r| r <= s0);
+            let nc = self.call_row.len();
+            let c = (block * REACH_BLOCK..nc)
+                .find(|&c| self.cs(c).max(self.ce(c)) > s0)
+                .unwrap_or(nc);
+            if c < nc {
                 from = from.min(self.start_pos[c] as usize);
             }
         }
@@ -641,20 +712,20 @@ impl Replay {
         }
         let from = match self.prev_on_thread[c] {
             NO_NODE => self.window.0,
-            q if self.cs[c] >= self.ce[q as usize] => self.ce[q as usize],
-            q => self.cs[q as usize],
+            q if self.cs(c) >= self.ce(q as usize) => self.ce(q as usize),
+            q => self.cs(q as usize),
         };
         // Between its calls a thread either works (its own removed time
         // counts) or waits for another launching thread (the forward
         // thread for the autograd thread, and back): time removed on any
         // launching thread then shortens the wait too.
-        a.all.within(from, self.cs[c])
+        a.all.within(from, self.cs(c))
     }
 
     /// CPU time `a` removes inside call `c` (on its own thread only).
     fn removed_inside(&self, a: &Applied, c: usize) -> Ns {
         match a.by_thread.get(self.call_thread[c] as usize) {
-            Some(own) => own.within(self.cs[c], self.ce[c]),
+            Some(own) => own.within(self.cs(c), self.ce(c)),
             None => 0,
         }
     }
@@ -675,21 +746,23 @@ impl Replay {
                     let c = c as usize;
                     let removed = self.removed_before(a, c);
                     let prev = self.prev_on_thread[c];
+                    let cs = self.cs(c);
                     st.cs[c] = if prev == NO_NODE {
-                        self.cs[c] - removed
+                        cs - removed
                     } else {
                         let q = prev as usize;
-                        if (self.end_pos[q] as usize) < pos && self.cs[c] >= self.ce[q] {
-                            st.ce[q] + (self.cs[c] - self.ce[q]) - removed
+                        let ce_q = self.ce(q);
+                        if (self.end_pos[q] as usize) < pos && cs >= ce_q {
+                            st.ce[q] + (cs - ce_q) - removed
                         } else {
-                            st.cs[q] + (self.cs[c] - self.cs[q]) - removed
+                            st.cs[q] + (cs - self.cs(q)) - removed
                         }
                     };
                     started = c + 1;
                 }
                 Ev::CallEnd(c) => {
                     let c = c as usize;
-                    let dur = self.ce[c] - self.cs[c];
+                    let dur = self.ce(c) - self.cs(c);
                     let blocker = self.blocker[c];
                     st.ce[c] = match self.blockers.get(blocker as usize) {
                         None => st.cs[c] + dur - self.removed_inside(a, c),
@@ -723,17 +796,18 @@ impl Replay {
                         let lag = if c != NO_NODE && !launched {
                             // Clock skew put the row before its launch: keep
                             // its recorded distance to its stream neighbour.
-                            self.gs[i] - self.ge[prev as usize]
+                            self.gs(i) - self.ge(prev as usize)
                         } else {
                             self.g_stream_lag[i]
                         };
                         start = start.max(st.ge[prev as usize] + lag);
                     }
+                    let gs = self.gs(i);
                     if start == Ns::MIN {
-                        start = self.gs[i];
+                        start = gs;
                     }
                     st.gs[i] = start;
-                    let recorded = self.ge[i] - self.gs[i];
+                    let recorded = self.ge(i) - gs;
                     st.ge[i] = start
                         + if !a.removed_gpu.is_empty() && a.removed_gpu.binary_search(&(i as u32)).is_ok() {
                             0
@@ -762,8 +836,9 @@ impl Replay {
         let mut makespan = st.ge[gpu_from..].iter().copied().fold(before, Ns::max);
         for &(_, last) in &self.thread_last {
             let l = last as usize;
-            let removed = a.all.within(self.ce[l], self.window.1);
-            let tail = (self.window.1 - self.ce[l]).max(0) - removed;
+            let ce = self.ce(l);
+            let removed = a.all.within(ce, self.window.1);
+            let tail = (self.window.1 - ce).max(0) - removed;
             makespan = makespan.max(st.ce[l] + tail.max(0));
         }
         makespan
@@ -773,7 +848,7 @@ impl Replay {
     /// nodes below `gpu_done` have been replayed (a row not yet replayed
     /// counts as ending at 0).
     fn awaited(&self, c: usize, st: &State, gpu_done: usize) -> Ns {
-        let before = self.cs[c];
+        let before = self.cs(c);
         let last_before = |s: &Vec<u32>| {
             let pushed = s.partition_point(|&g| (g as usize) < gpu_done);
             s[..pushed]
@@ -806,9 +881,39 @@ impl Replay {
     /// one).
     fn launch_start(&self, g: usize) -> Ns {
         match self.g_launch[g] {
-            NO_NODE => self.gs[g],
-            c => self.cs[c as usize],
+            NO_NODE => self.gs(g),
+            c => self.cs(c as usize),
         }
+    }
+
+    /// What the graph owns (every column but the trace's it reads), for
+    /// freeing apart from the trace.
+    pub fn into_owned(self) -> impl Send + 'static {
+        (
+            (
+                self.call_row,
+                self.call_thread,
+                self.prev_on_thread,
+                self.blocker,
+                self.blockers,
+            ),
+            (
+                self.launched_at,
+                self.launched,
+                self.reach,
+                self.gpu_row,
+                self.g_launch,
+            ),
+            (
+                self.g_delay,
+                self.g_prev,
+                self.g_stream_lag,
+                self.stream_nodes,
+                self.events,
+            ),
+            (self.start_pos, self.end_pos, self.gpu_pos, self.thread_last),
+            (self.base, self.base_ge_max, self.pool),
+        )
     }
 
     /// The `runtime` row of call node `c` (for tests and diagnostics).
@@ -842,7 +947,7 @@ impl Applied {
         }
     }
 
-    fn new(r: &Replay, edit: &Edit) -> Applied {
+    fn new(r: &Replay<'_>, edit: &Edit) -> Applied {
         let n = edit
             .remove_cpu
             .iter()
@@ -1001,12 +1106,7 @@ mod tests {
         };
         assert_eq!(r.savings(&edit), 30);
         assert_eq!(r.savings(&edit), 30);
-        r.base = Some(State {
-            cs: r.cs.clone(),
-            ce: r.ce.clone(),
-            gs: r.gs.clone(),
-            ge: r.ge.clone(),
-        });
+        r.base = Some(r.base_state());
         r.pool.lock().unwrap().clear();
         assert_eq!(r.savings(&edit), 30);
         assert_eq!(r.savings(&edit), 30);

@@ -208,7 +208,7 @@ pub fn detect_device(
     for (f, s) in findings.iter_mut().zip(all_savings(&replay, &jobs)) {
         f.est_savings_ns = s;
     }
-    free_beside(replay, rows);
+    free_beside(replay.into_owned(), rows);
     findings
 }
 
