@@ -180,7 +180,9 @@ pub fn utilization(busy: &[Span], bin: i64) -> Vec<(i64, f64)> {
 /// started) but have not started on the GPU. Work that starts before its
 /// launch call (clock skew) was never queued and is skipped.
 pub fn launch_queue(trace: &Trace, device: u32) -> Vec<(i64, f64)> {
-    let mut deltas: Vec<(i64, i8)> = Vec::new();
+    // Launches and starts in two lists of times (8 bytes an entry, not a
+    // padded 16 for a time and a sign: two per GPU row of a big trace).
+    let (mut launches, mut starts): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
     for i in 0..trace.gpu.len() {
         let Some(call) = trace.links.gpu_launch[i] else {
             continue;
@@ -190,19 +192,38 @@ pub fn launch_queue(trace: &Trace, device: u32) -> Vec<(i64, f64)> {
         }
         let launched = trace.runtime.start[call.index()];
         if trace.gpu.start[i] >= launched {
-            deltas.push((launched, 1));
-            deltas.push((trace.gpu.start[i], -1));
+            launches.push(launched);
+            starts.push(trace.gpu.start[i]);
         }
     }
-    // Starts before launches at one time: the queue never shows a spurious peak.
-    deltas.sort_unstable();
+    launches.sort_unstable();
+    starts.sort_unstable();
+    queue_depth(&launches, &starts)
+}
+
+/// The queue's depth where it changes, from the sorted times work was
+/// launched and started: one step per distinct time. Starts count before
+/// launches at one time, so the queue never shows a spurious peak.
+fn queue_depth(launches: &[i64], starts: &[i64]) -> Vec<(i64, f64)> {
     let mut out = Vec::new();
     let mut q: i64 = 0;
-    for (k, &(t, d)) in deltas.iter().enumerate() {
-        q += d as i64;
-        if deltas.get(k + 1).is_none_or(|n| n.0 != t) {
-            push_changed(&mut out, t, q as f64);
+    let (mut l, mut s) = (0, 0);
+    loop {
+        let t = match (launches.get(l), starts.get(s)) {
+            (Some(&a), Some(&b)) => a.min(b),
+            (Some(&a), None) => a,
+            (None, Some(&b)) => b,
+            (None, None) => break,
+        };
+        while starts.get(s) == Some(&t) {
+            q -= 1;
+            s += 1;
         }
+        while launches.get(l) == Some(&t) {
+            q += 1;
+            l += 1;
+        }
+        push_changed(&mut out, t, q as f64);
     }
     out
 }
@@ -265,6 +286,46 @@ mod tests {
         }
         let far = utilization(&[(0, 5), (Ns::MAX - 10, Ns::MAX - 5)], 1_000_000);
         assert_eq!(far.len(), 4, "{far:?}");
+    }
+
+    /// The merge of the two sorted lists gives what one sorted list of
+    /// +1/-1 steps gives, equal times included (starts first).
+    #[test]
+    fn queue_depth_merges_launches_and_starts() {
+        let by_steps = |launches: &[i64], starts: &[i64]| {
+            let mut d: Vec<(i64, i8)> = launches.iter().map(|&t| (t, 1)).collect();
+            d.extend(starts.iter().map(|&t| (t, -1)));
+            d.sort_unstable();
+            let (mut out, mut q) = (Vec::new(), 0i64);
+            for (k, &(t, x)) in d.iter().enumerate() {
+                q += x as i64;
+                if d.get(k + 1).is_none_or(|n| n.0 != t) {
+                    push_changed(&mut out, t, q as f64);
+                }
+            }
+            out
+        };
+        // (launch, start) pairs: back to back, equal times, a start at
+        // another call's launch, work that starts at its launch.
+        let pairs = [
+            (0, 5),
+            (1, 5),
+            (5, 9),
+            (5, 5),
+            (9, 12),
+            (20, 30),
+            (21, 22),
+            (22, 30),
+        ];
+        let (mut l, mut s): (Vec<i64>, Vec<i64>) = pairs.iter().copied().unzip();
+        l.sort_unstable();
+        s.sort_unstable();
+        let got = queue_depth(&l, &s);
+        assert_eq!(got, by_steps(&l, &s));
+        assert_eq!(got[0], (0, 1.0));
+        assert_eq!(got.last(), Some(&(30, 0.0)));
+        assert!(got.iter().all(|&(_, q)| q <= 3.0), "{got:?}");
+        assert_eq!(queue_depth(&[], &[]), vec![]);
     }
 
     #[test]
