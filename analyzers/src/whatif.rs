@@ -890,29 +890,28 @@ impl<'t> Replay<'t> {
     /// freeing apart from the trace.
     pub fn into_owned(self) -> impl Send + 'static {
         (
-            (
-                self.call_row,
-                self.call_thread,
-                self.prev_on_thread,
-                self.blocker,
-                self.blockers,
-            ),
-            (
-                self.launched_at,
-                self.launched,
-                self.reach,
-                self.gpu_row,
-                self.g_launch,
-            ),
-            (
-                self.g_delay,
-                self.g_prev,
-                self.g_stream_lag,
-                self.stream_nodes,
-                self.events,
-            ),
-            (self.start_pos, self.end_pos, self.gpu_pos, self.thread_last),
-            (self.base, self.base_ge_max, self.pool),
+            self.call_row,
+            self.call_thread,
+            self.prev_on_thread,
+            self.blocker,
+            self.blockers,
+            self.launched_at,
+            self.launched,
+            self.reach,
+            self.gpu_row,
+            self.g_launch,
+            self.g_delay,
+            self.g_prev,
+            self.g_stream_lag,
+            self.stream_nodes,
+            self.events,
+            self.start_pos,
+            self.end_pos,
+            self.gpu_pos,
+            self.thread_last,
+            self.base,
+            self.base_ge_max,
+            self.pool,
         )
     }
 
