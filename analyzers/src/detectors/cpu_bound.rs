@@ -68,7 +68,15 @@ enum By {
     Framework,
 }
 
-pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
+/// D2's drafts, running `beside` (work that claims nothing) on this thread
+/// while the largest group is drafted on another, and what `beside`
+/// returned: on a big trace that group's blame and advice walk a million
+/// pieces, long after this thread has drafted the other groups.
+pub(super) fn detect<T: Send>(
+    cx: &Cx,
+    claims: &mut [bool],
+    beside: impl FnOnce() -> T + Send,
+) -> (Vec<Draft>, T) {
     let taken = cx.take(claims, |p| {
         matches!(p.cause, Cause::CpuOp | Cause::FrameworkOverhead)
     });
@@ -216,12 +224,12 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let parallel = kept.len() > 1 && kept[0].1.len() >= PARALLEL_ROWS;
     let mut kept = kept.into_iter();
     let first = kept.next();
-    let (first, rest) = both(
+    let (first, (rest, other)) = both(
         parallel,
         || first.map(draft),
-        || kept.map(draft).collect::<Vec<_>>(),
+        || (kept.map(draft).collect::<Vec<_>>(), beside()),
     );
-    first.into_iter().chain(rest).collect()
+    (first.into_iter().chain(rest).collect(), other)
 }
 
 /// The user range each of `taken` (piece indices, in time order) is
@@ -241,6 +249,13 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
         .collect();
     // Runs: consecutive pieces of one stretch (no gap between them) inside
     // one range instance.
+    let op_name = |k: usize| {
+        let p = &cx.pieces[taken[k]];
+        (p.cause == Cause::CpuOp)
+            .then(|| cx.seg(p).op)
+            .flatten()
+            .map(|op| cx.trace.cpu_ops.name[op.index()])
+    };
     let mut a = 0;
     while a < taken.len() {
         let mut b = a + 1;
@@ -251,13 +266,11 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
             b += 1;
         }
         if ranges[a].is_some() {
-            let names: FxHashSet<u32> = (a..b)
-                .map(|k| &cx.pieces[taken[k]])
-                .filter(|p| p.cause == Cause::CpuOp)
-                .filter_map(|p| cx.seg(p).op)
-                .map(|op| cx.trace.cpu_ops.name[op.index()].0)
-                .collect();
-            if names.len() < 2 {
+            // At least two distinct operator names, or the run is the
+            // operator's to fix.
+            let mut names = (a..b).filter_map(op_name);
+            let two = names.next().is_some_and(|first| names.any(|n| n != first));
+            if !two {
                 ranges[a..b].fill(None);
             }
         }

@@ -247,10 +247,17 @@ fn all_drafts(cx: &Cx) -> Vec<Draft> {
     drafts.extend(pageable::detect(cx, &mut claims));
     drafts.extend(param_loop::detect(cx, &mut claims));
     drafts.extend(small_kernels::detect(cx, &mut claims));
-    drafts.extend(cpu_bound::detect(cx, &mut claims));
-    drafts.extend(underfilled::detect(cx));
-    drafts.extend(exposed_comm::detect(cx));
-    drafts.extend(stream_wait::detect(cx));
+    // The context detectors claim nothing: they run while D2 drafts its
+    // largest group on another thread.
+    let (cpu_bound, context) = cpu_bound::detect(cx, &mut claims, || {
+        let mut context: Vec<Draft> = Vec::new();
+        context.extend(underfilled::detect(cx));
+        context.extend(exposed_comm::detect(cx));
+        context.extend(stream_wait::detect(cx));
+        context
+    });
+    drafts.extend(cpu_bound);
+    drafts.extend(context);
     drafts
 }
 
