@@ -201,8 +201,7 @@ pub fn detect_device(
     // What the replays need and the findings are read from the pieces,
     // which are then freed before the replays take their buffers: the
     // pieces and those buffers together were the analysis' peak.
-    let jobs = cx.savings_jobs(&drafts);
-    let mut findings: Vec<Finding> = drafts.into_iter().map(|d| cx.finish(d)).collect();
+    let (jobs, mut findings) = cx.jobs_and_findings(drafts);
     let rows = cx.pieces.len();
     free_beside(cx.into_owned(), rows);
     for (f, s) in findings.iter_mut().zip(all_savings(&replay, &jobs)) {

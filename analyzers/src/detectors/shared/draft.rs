@@ -6,6 +6,7 @@ use super::context::Cx;
 use crate::detectors::{Evidence, Finding, MAX_EVIDENCE};
 use crate::whatif::Edit;
 use crate::whatif::Replay;
+use gapscope_collectors::trace::parallel::{both, PARALLEL_ROWS};
 use gapscope_collectors::trace::{CallRow, GpuRow, Ns, OpRow};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -76,10 +77,31 @@ pub(crate) struct SavingsJob {
 }
 
 impl Cx<'_> {
-    /// Each draft's replay job; `None` when its saving is not estimable or
-    /// it explains nothing (reported as 0).
-    pub(crate) fn savings_jobs(&self, drafts: &[Draft]) -> Vec<Option<SavingsJob>> {
-        drafts.iter().map(|d| self.savings_job(d)).collect()
+    /// Each draft's replay job (`None` when its saving is not estimable or
+    /// it explains nothing: reported as 0) and its finding
+    /// ([`finish`](Self::finish)), in the drafts' order. The draft with
+    /// the most pieces is done on a second thread when it has
+    /// [`PARALLEL_ROWS`] of them: on a big trace D2's largest group walks
+    /// a million pieces for each, while the other drafts are few.
+    pub(crate) fn jobs_and_findings(
+        &self,
+        mut drafts: Vec<Draft>,
+    ) -> (Vec<Option<SavingsJob>>, Vec<Finding>) {
+        let one = |d: Draft| (self.savings_job(&d), self.finish(d));
+        let big = (0..drafts.len())
+            .max_by_key(|&i| drafts[i].pieces.len())
+            .filter(|&i| drafts.len() > 1 && drafts[i].pieces.len() >= PARALLEL_ROWS);
+        let Some(big) = big else {
+            return drafts.into_iter().map(one).unzip();
+        };
+        let big_draft = drafts.remove(big);
+        let (big_done, mut done) = both(
+            true,
+            || one(big_draft),
+            || drafts.into_iter().map(one).collect::<Vec<_>>(),
+        );
+        done.insert(big, big_done);
+        done.into_iter().unzip()
     }
 
     fn savings_job(&self, d: &Draft) -> Option<SavingsJob> {
