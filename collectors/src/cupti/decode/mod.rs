@@ -34,7 +34,7 @@ pub mod sync;
 mod trace;
 
 pub use reader::Short;
-pub use trace::{DecodeStats, Decoder, MapResolver, Resolver};
+pub use trace::{nvtx_range, DecodeStats, Decoder, MapResolver, Resolver};
 
 use api::{ApiLayout, ApiRecord};
 use external::{ExternalLayout, ExternalRecord};

@@ -111,6 +111,36 @@ struct MarkerStart {
     thread: Option<ThreadId>,
     time: Ns,
     name: StrId,
+    kind: CpuOpKind,
+}
+
+/// What an NVTX range is on the CPU timeline, and its name there.
+///
+/// PyTorch's `emit_nvtx()` names each operator's range
+/// `aten::mm, seq = 12, op_id = 40, sizes = [[8, 8], [8, 8]]`: the operator's
+/// name comes first, then what the profiler knows of the call. The name is
+/// cut before the first such field, so ranges group by operator as a PyTorch
+/// profiler trace's do. A name with `::` (`aten::mm`,
+/// `autograd::engine::evaluate_function: MmBackward0`) is an operator, as in
+/// a PyTorch profiler trace's `cpu_op` category; `ProfilerStep#N` is a step;
+/// anything else (`torch.profiler.record_function`, a user's
+/// `torch.cuda.nvtx.range`) is a user annotation.
+pub fn nvtx_range(name: &str) -> (&str, CpuOpKind) {
+    const FIELDS: [&str; 4] = [", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "];
+    let cut = FIELDS
+        .iter()
+        .filter_map(|f| name.find(f))
+        .min()
+        .unwrap_or(name.len());
+    let name = &name[..cut];
+    let kind = if name.starts_with("ProfilerStep#") {
+        CpuOpKind::ProfilerStep
+    } else if name.contains("::") {
+        CpuOpKind::Operator
+    } else {
+        CpuOpKind::UserAnnotation
+    };
+    (name, kind)
 }
 
 /// Decodes CUPTI buffers into trace rows.
@@ -362,18 +392,37 @@ impl<R: Resolver> Decoder<R> {
                     self.marker_ends.push((m.id, time));
                     return;
                 }
-                let name = self.string_or(m.name, "<unnamed NVTX range>");
                 if m.flags & FLAG_START != 0 {
-                    self.marker_starts
-                        .insert(m.id, MarkerStart { thread, time, name });
-                } else {
-                    let mut row = crate::trace::Marker::new(MarkerKind::Instant, time, time, name);
-                    row.thread = thread;
-                    if thread.is_none() {
-                        self.stats.marker_not_on_thread += 1;
-                    }
-                    self.builder.push_marker(row);
+                    let full = if m.name == 0 {
+                        None
+                    } else {
+                        self.resolver.string(m.name)
+                    };
+                    let (name, kind) = match full.as_deref().map(nvtx_range) {
+                        Some((name, kind)) => (self.builder.intern(name), kind),
+                        None => (
+                            self.builder.intern("<unnamed NVTX range>"),
+                            CpuOpKind::UserAnnotation,
+                        ),
+                    };
+                    self.marker_starts.insert(
+                        m.id,
+                        MarkerStart {
+                            thread,
+                            time,
+                            name,
+                            kind,
+                        },
+                    );
+                    return;
                 }
+                let name = self.string_or(m.name, "<unnamed NVTX range>");
+                let mut row = crate::trace::Marker::new(MarkerKind::Instant, time, time, name);
+                row.thread = thread;
+                if thread.is_none() {
+                    self.stats.marker_not_on_thread += 1;
+                }
+                self.builder.push_marker(row);
             }
             Record::Overhead(o) => {
                 let Some((start, end)) = self.interval(o.start, o.end) else {
@@ -439,13 +488,8 @@ impl<R: Resolver> Decoder<R> {
             match self.marker_starts.remove(&id) {
                 Some(s) => match s.thread {
                     Some(t) if end >= s.time => {
-                        self.builder.push_cpu_op(CpuOp::new(
-                            t,
-                            s.time,
-                            end,
-                            s.name,
-                            CpuOpKind::UserAnnotation,
-                        ));
+                        self.builder
+                            .push_cpu_op(CpuOp::new(t, s.time, end, s.name, s.kind));
                     }
                     Some(_) => self.stats.end_before_start += 1,
                     None => {
@@ -640,5 +684,47 @@ fn mem_label(m: MemoryKind) -> &'static str {
         MemoryKind::DeviceStatic => "Device Static",
         MemoryKind::ManagedStatic => "Managed Static",
         MemoryKind::Unknown(_) => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvtx_ranges_are_named_and_kinded_as_pytorch_profiler_traces_are() {
+        // emit_nvtx() forms, with and without shapes and sequence numbers.
+        assert_eq!(
+            nvtx_range("aten::mm, seq = 12, op_id = 40"),
+            ("aten::mm", CpuOpKind::Operator)
+        );
+        assert_eq!(
+            nvtx_range("aten::add_, op_id = 7, sizes = [[1], []], input_op_ids = [(0, 0)]"),
+            ("aten::add_", CpuOpKind::Operator)
+        );
+        assert_eq!(
+            nvtx_range("autograd::engine::evaluate_function: MmBackward0, seq = 12, op_id = 90"),
+            (
+                "autograd::engine::evaluate_function: MmBackward0",
+                CpuOpKind::Operator
+            )
+        );
+        assert_eq!(nvtx_range("aten::empty"), ("aten::empty", CpuOpKind::Operator));
+        assert_eq!(
+            nvtx_range("ProfilerStep#7"),
+            ("ProfilerStep#7", CpuOpKind::ProfilerStep)
+        );
+        assert_eq!(
+            nvtx_range("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__, op_id = 3"),
+            (
+                "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                CpuOpKind::UserAnnotation
+            )
+        );
+        // A user's own range keeps its whole name, commas included.
+        assert_eq!(
+            nvtx_range("load, then decode"),
+            ("load, then decode", CpuOpKind::UserAnnotation)
+        );
     }
 }
