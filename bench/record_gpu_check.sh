@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# GPU checks of `gapscope record` (docs/cupti.md, "Recording any program":
-# "Not verified on a GPU"). NOT RUN YET: it was written in a session with no
-# GPU and no CUDA driver, where only its syntax could be checked (bash -n,
-# python3 -m py_compile of the embedded driver). Expect to fix things on its
-# first run, and write what it prints into docs/cupti.md.
+# GPU checks of `gapscope record` (docs/cupti.md, "Recording any program").
+# Results of its runs are in bench/gpu-record.md.
 #
 # usage: bench/record_gpu_check.sh [OUTDIR]
 # needs: an NVIDIA GPU with its driver, PyTorch with CUDA (torch.cuda works),
-#        torchvision for the ResNet-50 overhead check (skipped without it),
-#        cargo; PYTHON (default python3) picks the interpreter.
+#        torchvision for the ResNet-50 overhead check (skipped without it);
+#        PYTHON (default python3) picks the interpreter. Builds release
+#        binaries with cargo unless GAPSCOPE names a built `gapscope` (with
+#        libgapscope_inject.so beside it) and CUPTI_LIVE_TEST the built
+#        `cupti_live` test (cargo test --release -p gapscope-collectors
+#        --features cupti --test cupti_live --no-run), for a GPU machine
+#        without cargo.
 # env:   STEPS recorded steps per scenario (default 20), SCENARIOS (default:
 #        all of fixtures/scenarios), RESNET_STEPS (default 50),
-#        LAUNCHES tiny kernels in the launch-bound loop (default 20000).
+#        LAUNCHES tiny kernels in the launch-bound loop (default 20000),
+#        JOBS scenario checks at once in part 2 (default 1; counts do not
+#        depend on timing), PARTS (default "smoke counts nvtx overhead"),
+#        ROUNDS overhead rounds, each running the four ways in turn (default 1),
+#        TIMEOUT seconds per program run (default 300).
 #
 # What it checks, each printed as PASS/FAIL (exit 1 on any FAIL):
 #  1. the live collector's own GPU smoke test (collectors/tests/cupti_live.rs);
@@ -20,7 +26,8 @@
 #     both at once: CUPTI takes one subscriber). Counts of kernels, copies,
 #     host-to-device copies, pageable host-to-device copies, device-to-host
 #     copies and memsets must be equal; every kernel must link to its launch
-#     (analyze: gpu_rows_without_launch = 0); no dropped records;
+#     (analyze: gpu_rows_without_launch = 0); no dropped records; no GPU row
+#     starts before the runtime call that launched it (clock alignment);
 #  3. NVTX: one scenario under torch.autograd.profiler.emit_nvtx(); at least
 #     95% of kernels launched inside an aten:: range (on the launching
 #     thread), and NVTX ranges present at all;
@@ -38,6 +45,12 @@ PY="${PYTHON:-python3}"
 STEPS="${STEPS:-20}"
 RESNET_STEPS="${RESNET_STEPS:-50}"
 LAUNCHES="${LAUNCHES:-20000}"
+JOBS="${JOBS:-1}"
+PARTS="${PARTS:-smoke counts nvtx overhead}"
+ROUNDS="${ROUNDS:-1}"
+TIMEOUT="${TIMEOUT:-300}"
+part() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
+T() { timeout -k 5 "$TIMEOUT" "$@"; }
 SCENARIOS="${SCENARIOS:-zero_grad_loop scalar_htod item_every_step pageable_copy offload_pingpong cpu_op dataloader baseline}"
 fail=0
 pass() { echo "PASS $*"; }
@@ -48,19 +61,31 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())'
 uptime
 
-echo "== build (release)"
-(cd "$repo" && cargo build --release -p gapscope -p gapscope-inject --locked) || exit 2
-G="${CARGO_TARGET_DIR:-$repo/target}/release/gapscope"
+if [ -n "${GAPSCOPE:-}" ]; then
+  G="$GAPSCOPE"
+else
+  echo "== build (release)"
+  (cd "$repo" && cargo build --release -p gapscope -p gapscope-inject --locked) || exit 2
+  G="${CARGO_TARGET_DIR:-$repo/target}/release/gapscope"
+fi
 [ -f "$(dirname "$G")/libgapscope_inject.so" ] || { echo "no libgapscope_inject.so next to $G"; exit 2; }
 
-echo "== 1. live collector smoke test"
 site="$("$PY" -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')"
 cupti="$(ls "$site"/nvidia/*/lib/libcupti.so.* 2>/dev/null | head -n 1)"
-if [ -n "$cupti" ] && (cd "$repo" && LD_LIBRARY_PATH="$(dirname "$cupti")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    cargo test --release -p gapscope-collectors --features cupti --test cupti_live --locked gpu_smoke -- --ignored --nocapture); then
-  pass "cupti_live gpu_smoke ($cupti)"
-else
-  bad "cupti_live gpu_smoke (libcupti: ${cupti:-none found next to torch})"
+if part smoke; then
+  echo "== 1. live collector smoke test"
+  smoke() {
+    if [ -n "${CUPTI_LIVE_TEST:-}" ]; then
+      T "$CUPTI_LIVE_TEST" gpu_smoke --ignored --nocapture
+    else
+      (cd "$repo" && T cargo test --release -p gapscope-collectors --features cupti --test cupti_live --locked gpu_smoke -- --ignored --nocapture)
+    fi
+  }
+  if [ -n "$cupti" ] && LD_LIBRARY_PATH="$(dirname "$cupti")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" smoke; then
+    pass "cupti_live gpu_smoke ($cupti)"
+  else
+    bad "cupti_live gpu_smoke (libcupti: ${cupti:-none found next to torch})"
+  fi
 fi
 
 driver="$out/record_driver.py"
@@ -124,6 +149,9 @@ cat > "$counts" <<'PY'
 
 usage: record_counts.py counts TRACE.json   -> kernels copies htod htod_pageable dtoh memsets
        record_counts.py nvtx TRACE.json     -> ranges kernels attributed fraction
+       record_counts.py clock TRACE.json    -> gpu_rows linked early worst_early_us
+         (GPU rows linked to a runtime call by correlation id; how many
+         start before that call starts; by how much at worst)
 """
 import bisect, collections, json, sys
 
@@ -132,7 +160,23 @@ with open(path) as f:
     ev = json.load(f)
 ev = ev["traceEvents"] if isinstance(ev, dict) else ev
 x = [e for e in ev if e.get("ph") == "X"]
-if mode == "counts":
+if mode == "clock":
+    # Correlation ids are unique in a capture (record keeps processes' apart).
+    calls = {e["args"]["correlation"]: e for e in x
+             if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("args", {}).get("correlation")}
+    gpu = [e for e in x if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    linked = early = 0
+    worst = 0.0
+    for g in gpu:
+        c = calls.get(g.get("args", {}).get("correlation"))
+        if c is None:
+            continue
+        linked += 1
+        if g["ts"] < c["ts"]:
+            early += 1
+            worst = max(worst, c["ts"] - g["ts"])
+    print(len(gpu), linked, early, "%.3f" % worst)
+elif mode == "counts":
     k = sum(1 for e in x if e.get("cat") == "kernel")
     cp = [e for e in x if e.get("cat") == "gpu_memcpy"]
     htod = [e for e in cp if "HtoD" in e.get("name", "")]
@@ -142,7 +186,7 @@ if mode == "counts":
 else:
     ranges = collections.defaultdict(list)
     for e in x:
-        if e.get("cat") == "user_annotation" and e.get("name", "").startswith("aten::"):
+        if e.get("cat") in ("user_annotation", "cpu_op") and e.get("name", "").startswith("aten::"):
             ranges[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
     for v in ranges.values():
         v.sort()
@@ -169,38 +213,61 @@ summary_counts() {  # the counts in record's summary line, as record_counts.py p
   sed -n 's/.*recorded [0-9]* process.*: \([0-9]*\) kernels\{0,1\}, \([0-9]*\) cop[yies]* (\([0-9]*\) host-to-device, \([0-9]*\) of them from pageable memory; \([0-9]*\) device-to-host), \([0-9]*\) memsets\{0,1\}.*/\1 \2 \3 \4 \5 \6/p' "$1" | tail -n 1
 }
 
-echo "== 2. counts against torch.profiler ($STEPS steps per run)"
-for s in $SCENARIOS; do
-  for v in planted fixed; do
-    flag=""; [ "$v" = fixed ] && flag="--fixed"
-    name="$s.$v"
-    "$G" record -o "$out/$name.gst" -- "$PY" "$driver" plain "$s" "$STEPS" $flag >"$out/$name.record.log" 2>&1
-    rc=$?
-    "$PY" "$driver" profile "$s" "$STEPS" $flag --out "$out/$name.kineto.json" >"$out/$name.profile.log" 2>&1 || rc=$?
-    if [ $rc -ne 0 ]; then bad "$name: a run failed (rc $rc, see $out/$name.*.log)"; continue; fi
-    ours="$(summary_counts "$out/$name.record.log")"
-    theirs="$("$PY" "$counts" counts "$out/$name.kineto.json")"
-    if [ -n "$ours" ] && [ "$ours" = "$theirs" ]; then
-      pass "$name counts (kernels copies htod pageable dtoh memsets): $ours"
-    else
-      bad "$name counts: record [$ours] torch.profiler [$theirs]"
-    fi
-    "$G" analyze --format json "$out/$name.gst" >"$out/$name.analysis.json" 2>/dev/null
-    unlinked="$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d=d[0] if isinstance(d,list) else d; print(d["diagnostics"]["gpu_rows_without_launch"])' "$out/$name.analysis.json" 2>/dev/null)"
-    [ "$unlinked" = 0 ] && pass "$name every GPU row linked to its launch" || bad "$name unlinked GPU rows: ${unlinked:-?}"
-    grep -q "CUPTI dropped 0 records" "$out/$name.record.log" && pass "$name no dropped records" || bad "$name dropped records (see $out/$name.record.log)"
+check_scenario() {  # scenario variant: prints PASS/FAIL lines
+  local s="$1" v="$2" flag="" name rc ours theirs unlinked clock
+  [ "$v" = fixed ] && flag="--fixed"
+  name="$s.$v"
+  T "$G" record -o "$out/$name.gst" -- "$PY" "$driver" plain "$s" "$STEPS" $flag >"$out/$name.record.log" 2>&1
+  rc=$?
+  T "$PY" "$driver" profile "$s" "$STEPS" $flag --out "$out/$name.kineto.json" >"$out/$name.profile.log" 2>&1 || rc=$?
+  if [ $rc -ne 0 ]; then echo "FAIL $name: a run failed (rc $rc, see $out/$name.*.log)"; return; fi
+  ours="$(summary_counts "$out/$name.record.log")"
+  theirs="$("$PY" "$counts" counts "$out/$name.kineto.json")"
+  if [ -n "$ours" ] && [ "$ours" = "$theirs" ]; then
+    echo "PASS $name counts (kernels copies htod pageable dtoh memsets): $ours"
+  else
+    echo "FAIL $name counts: record [$ours] torch.profiler [$theirs]"
+  fi
+  "$G" analyze --format json "$out/$name.gst" >"$out/$name.analysis.json" 2>"$out/$name.analysis.err"
+  unlinked="$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d=d[0] if isinstance(d,list) else d; print(d["diagnostics"]["gpu_rows_without_launch"])' "$out/$name.analysis.json" 2>/dev/null)"
+  [ "$unlinked" = 0 ] && echo "PASS $name every GPU row linked to its launch" || echo "FAIL $name unlinked GPU rows: ${unlinked:-?}"
+  grep -q "CUPTI dropped 0 records" "$out/$name.record.log" && echo "PASS $name no dropped records" || echo "FAIL $name dropped records (see $out/$name.record.log)"
+  "$G" export "$out/$name.gst" --format chrome -o "$out/$name.gst.json" 2>>"$out/$name.analysis.err"
+  read -r ngpu nlinked nearly worst <<<"$("$PY" "$counts" clock "$out/$name.gst.json" 2>/dev/null || echo "? ? ? ?")"
+  [ "$nearly" = 0 ] && echo "PASS $name clocks: none of $nlinked linked GPU rows (of $ngpu) starts before its launch call" \
+    || echo "FAIL $name clocks: $nearly of $nlinked linked GPU rows start before their launch call (worst ${worst} us early)"
+  rm -f "$out/$name.gst.json"
+}
+
+if part counts; then
+  echo "== 2. counts against torch.profiler ($STEPS steps per run, $JOBS at once)"
+  for s in $SCENARIOS; do
+    for v in planted fixed; do
+      while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+      check_scenario "$s" "$v" >"$out/$s.$v.check" 2>&1 &
+    done
   done
-done
+  wait
+  for s in $SCENARIOS; do
+    for v in planted fixed; do cat "$out/$s.$v.check"; done
+  done >"$out/counts.check"
+  cat "$out/counts.check"
+  grep -q "^FAIL" "$out/counts.check" && fail=1
+fi
 
-echo "== 3. NVTX operator names (emit_nvtx)"
-"$G" record -o "$out/nvtx.gst" -- "$PY" "$driver" nvtx baseline "$STEPS" >"$out/nvtx.record.log" 2>&1 \
-  && "$G" export "$out/nvtx.gst" --format chrome -o "$out/nvtx.json" 2>>"$out/nvtx.record.log"
-read -r nranges nkern nhit frac <<<"$("$PY" "$counts" nvtx "$out/nvtx.json" 2>/dev/null || echo "0 0 0 0")"
-echo "NVTX aten:: ranges $nranges, kernels $nkern, launched inside an aten:: range $nhit ($frac)"
-[ "${nranges:-0}" -gt 0 ] && pass "NVTX ranges recorded" || bad "no NVTX ranges (see $out/nvtx.record.log)"
-"$PY" -c "import sys; sys.exit(0 if float('$frac') >= 0.95 else 1)" && pass "NVTX attribution >= 95%" || bad "NVTX attribution $frac < 95%"
+if part nvtx; then
+  echo "== 3. NVTX operator names (emit_nvtx)"
+  T "$G" record -o "$out/nvtx.gst" -- "$PY" "$driver" nvtx baseline "$STEPS" >"$out/nvtx.record.log" 2>&1 \
+    && "$G" export "$out/nvtx.gst" --format chrome -o "$out/nvtx.json" 2>>"$out/nvtx.record.log"
+  read -r nranges nkern nhit frac <<<"$("$PY" "$counts" nvtx "$out/nvtx.json" 2>/dev/null || echo "0 0 0 0")"
+  echo "NVTX aten:: ranges $nranges, kernels $nkern, launched inside an aten:: range $nhit ($frac)"
+  [ "${nranges:-0}" -gt 0 ] && pass "NVTX ranges recorded" || bad "no NVTX ranges (see $out/nvtx.record.log)"
+  "$PY" -c "import sys; sys.exit(0 if float('$frac') >= 0.95 else 1)" && pass "NVTX attribution >= 95%" || bad "NVTX attribution $frac < 95%"
+  rm -f "$out/nvtx.json"
+fi
 
-echo "== 4. overhead (median step ms; machine load: $(uptime | sed 's/.*load average: //'))"
+if part overhead; then
+echo "== 4. overhead (median step ms; $ROUNDS round(s); machine load: $(uptime | sed 's/.*load average: //'))"
 bench="$out/record_overhead.py"
 cat > "$bench" <<'PY'
 """usage: record_overhead.py resnet50|launch STEPS [profile]
@@ -255,15 +322,19 @@ else:
     t = run()
 print("median_step_ms %.4f" % statistics.median(t))
 PY
-med() { sed -n 's/^median_step_ms //p' "$1" | tail -n 1; }
+med() {  # the median over rounds of each run's median step
+  sed -n 's/^median_step_ms //p' "$@" | sort -g | awk '{v[NR]=$1} END {if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
+}
 for w in resnet50 launch; do
   n="$RESNET_STEPS"; [ "$w" = launch ] && n="$LAUNCHES"
   if [ "$w" = resnet50 ] && ! "$PY" -c 'import torchvision' 2>/dev/null; then echo "SKIP resnet50: no torchvision"; continue; fi
-  "$PY" "$bench" "$w" "$n" >"$out/$w.plain.log" 2>&1
-  "$G" record -o "$out/$w.gst" -- "$PY" "$bench" "$w" "$n" >"$out/$w.record.log" 2>&1
-  "$G" record --no-api-calls -o "$out/$w.noapi.gst" -- "$PY" "$bench" "$w" "$n" >"$out/$w.noapi.log" 2>&1
-  "$PY" "$bench" "$w" "$n" profile >"$out/$w.profile.log" 2>&1
-  p="$(med "$out/$w.plain.log")"; r="$(med "$out/$w.record.log")"; a="$(med "$out/$w.noapi.log")"; t="$(med "$out/$w.profile.log")"
+  for r in $(seq "$ROUNDS"); do  # the four ways in turn, so drift hits each alike
+    T "$PY" "$bench" "$w" "$n" >"$out/$w.plain.$r.log" 2>&1
+    T "$G" record -o "$out/$w.gst" -- "$PY" "$bench" "$w" "$n" >"$out/$w.record.$r.log" 2>&1
+    T "$G" record --no-api-calls -o "$out/$w.noapi.gst" -- "$PY" "$bench" "$w" "$n" >"$out/$w.noapi.$r.log" 2>&1
+    T "$PY" "$bench" "$w" "$n" profile >"$out/$w.profile.$r.log" 2>&1
+  done
+  p="$(med "$out/$w".plain.*.log)"; r="$(med "$out/$w".record.*.log)"; a="$(med "$out/$w".noapi.*.log)"; t="$(med "$out/$w".profile.*.log)"
   "$PY" - "$w" "$p" "$r" "$a" "$t" <<'PY' || fail=1
 import sys
 w, *v = sys.argv[1:]
@@ -278,8 +349,13 @@ if w == "resnet50":
     ok = pct(r) <= 3.0 and r < t
     print(("PASS" if ok else "FAIL") + " resnet50: record <= 3% and below torch.profiler")
     sys.exit(0 if ok else 1)
+if w == "launch":
+    ok = r < t
+    print(("PASS" if ok else "FAIL") + " launch: record below torch.profiler")
+    sys.exit(0 if ok else 1)
 PY
 done
+fi
 
 echo "== done: $([ $fail = 0 ] && echo all passed || echo some FAILED); files in $out"
 exit $fail

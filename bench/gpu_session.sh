@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# One short GPU session for issue 15's checks, on a machine without cargo:
+# the binaries are built elsewhere and carried in BIN (default .gpu/:
+# gapscope, libgapscope_inject.so beside it, the cupti_live test, and
+# gapscope-torch, `gapscope` built with --features torch, if any).
+#
+# usage: bench/gpu_session.sh OUTDIR [STAGE...]
+#   stages (default: check overhead scenarios ddp):
+#     check      bench/record_gpu_check.sh parts smoke, counts, nvtx
+#     overhead   bench/record_gpu_check.sh part overhead
+#     scenarios  fixtures/scenarios recorded with `gapscope record` (.gst),
+#                then the same runs unprofiled (their step times)
+#     ddp        fixtures/ddp/ddp_stall.py: torch.profiler per rank, then
+#                every rank under one `gapscope record`
+#     bench      gapscope bench on CUDA (needs BIN/gapscope-torch)
+# env: LIMIT seconds for the whole session (default 420): a stage that
+#      would start past LIMIT minus its own estimate is skipped, and says so.
+# Writes OUTDIR/session.log and OUTDIR/results.tar.gz (logs, captures,
+# analyses, traces; the torch.profiler traces of the count checks are
+# left out, being only counted).
+set -u
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+out="${1:?usage: bench/gpu_session.sh OUTDIR [STAGE...]}"; shift
+stages="${*:-check overhead scenarios ddp}"
+BIN="$(cd "${BIN:-$repo/.gpu}" && pwd)"
+LIMIT="${LIMIT:-420}"
+PY="${PYTHON:-python3}"
+W="$(mktemp -d)"
+mkdir -p "$out"
+start=$(date +%s)
+exec > >(tee "$out/session.log") 2>&1
+left() { echo $(( LIMIT - ($(date +%s) - start) )); }
+stage() {  # name estimate_s: whether to run it
+  local l; l=$(left)
+  if [ "$l" -lt "$2" ]; then echo "### SKIP $1: $l s left, it needs about $2 s"; return 1; fi
+  echo "### $1 (at $(( $(date +%s) - start )) s, $l s left)"
+}
+want() { case " $stages " in *" $1 "*) return 0;; esac; return 1; }
+
+echo "### environment $(date -u +%FT%TZ)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+"$PY" -c 'import torch, platform; print("torch", torch.__version__, "cuda", torch.version.cuda, "python", platform.python_version(), platform.platform())'
+"$PY" -m pip show nvidia-cuda-cupti torchvision 2>/dev/null | grep -E '^(Name|Version)'
+nproc; uptime
+ls -la "$BIN"
+
+export PYTHONUNBUFFERED=1
+if want check && stage check 120; then
+  GAPSCOPE="$BIN/gapscope" CUPTI_LIVE_TEST="$BIN/cupti_live" PARTS="smoke counts nvtx" JOBS=8 STEPS=20 TIMEOUT=100 \
+    timeout -k 5 200 "$repo/bench/record_gpu_check.sh" "$W/check"
+  echo "### check exit $?"
+  rm -f "$W"/check/*.kineto.json
+fi
+if want overhead && stage overhead 100; then
+  GAPSCOPE="$BIN/gapscope" PARTS=overhead ROUNDS="${ROUNDS:-1}" RESNET_STEPS=30 TIMEOUT=90 \
+    timeout -k 5 240 "$repo/bench/record_gpu_check.sh" "$W/overhead"
+  echo "### overhead exit $?"
+fi
+if want scenarios && stage scenarios 120; then
+  GAPSCOPE="$BIN/gapscope" SCENARIO_TIMEOUT=60 timeout -k 5 200 \
+    "$repo/fixtures/scenarios/record_all.sh" "$W/recorded" --blocks 8
+  echo "### scenarios recorded exit $?"
+  for f in "$W"/recorded/*.gst; do
+    "$BIN/gapscope" analyze "$f" >"${f%.gst}.analysis.txt" 2>&1
+    "$BIN/gapscope" analyze --format json "$f" >"${f%.gst}.analysis.json" 2>/dev/null
+  done
+  if stage "scenarios unprofiled" 90; then
+    SCENARIO_TIMEOUT=60 timeout -k 5 150 "$repo/fixtures/scenarios/record_all.sh" "$W/plain" --blocks 8 --no-trace
+    echo "### scenarios unprofiled exit $?"
+  fi
+fi
+if want ddp && stage ddp 60; then
+  mkdir -p "$W/ddp/torch" "$W/ddp/record"
+  timeout -k 5 90 "$PY" "$repo/fixtures/ddp/ddp_stall.py" --out "$W/ddp/torch"
+  echo "### ddp torch.profiler exit $?"
+  timeout -k 5 90 "$BIN/gapscope" record -o "$W/ddp/record/ddp.gst" -- \
+    "$PY" "$repo/fixtures/ddp/ddp_stall.py" --out "$W/ddp/record" --trace-with nvtx --port 29534
+  echo "### ddp record exit $?"
+  "$BIN/gapscope" analyze "$W/ddp/torch" >"$W/ddp/torch.analysis.txt" 2>&1
+  "$BIN/gapscope" analyze "$W/ddp/record/ddp.gst" >"$W/ddp/record.analysis.txt" 2>&1
+  tail -n 30 "$W/ddp/torch.analysis.txt"
+fi
+if want bench && [ -x "$BIN/gapscope-torch" ] && stage bench 120; then
+  lib="$("$PY" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
+  mkdir -p "$W/bench"
+  LD_LIBRARY_PATH="$lib" OMP_NUM_THREADS=8 timeout -k 5 "${BENCH_TIMEOUT:-150}" "$BIN/gapscope-torch" bench all --device cuda \
+    --mode train -o "$W/bench/train.jsonl"
+  echo "### bench train exit $?"
+fi
+echo "### done at $(( $(date +%s) - start )) s"
+cp "$out/session.log" "$W/" 2>/dev/null
+tar -C "$W" -czf "$out/results.tar.gz" . && ls -la "$out"
