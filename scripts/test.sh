@@ -162,6 +162,10 @@ for pkg in $TORCH_IMPORT_LIBS; do
     break
   fi
 done
+# `bench --nvtx` on real libtorch (libtorch's NVTX state through
+# libtorch_cuda's profiler stubs): needs the CUDA libraries just installed.
+OMP_NUM_THREADS=1 LD_LIBRARY_PATH="$LIBTORCH/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  cargo test -p gapscope-collectors --features torch --test torch_nvtx --locked
 MATURIN_VENV="${GAPSCOPE_MATURIN_VENV:-$HOME/.cache/gapscope-maturin}"
 if ! "$MATURIN_VENV/bin/maturin" --version 2>/dev/null | grep -qx 'maturin 1.16.0'; then
   python3 -m venv "$MATURIN_VENV"

@@ -65,6 +65,11 @@ mod with_torch {
     }
 
     #[test]
+    fn nvtx_on_the_cpu_is_one_line() {
+        one_line_error(&bench(&["resnet18", "--nvtx"]), "--nvtx needs --device cuda");
+    }
+
+    #[test]
     fn unknown_model_is_one_line() {
         one_line_error(&gapscope(&["bench", "resnet19"]), "unknown model `resnet19`");
         one_line_error(

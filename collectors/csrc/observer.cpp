@@ -12,6 +12,8 @@
 #include <ATen/record_function.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/CachingDeviceAllocator.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/csrc/profiler/stubs/base.h>
 
 #include <sys/syscall.h>
 #include <time.h>
@@ -61,6 +63,7 @@ bool g_record_shapes = true;
 std::vector<std::pair<const Event*, int64_t>> g_merged;
 
 thread_local Buffer* t_buffer = nullptr;
+thread_local std::string g_error;  // gs_last_error
 thread_local uint64_t t_generation = 0;
 
 int64_t now_ns() {
@@ -282,5 +285,69 @@ int gs_set_allow_tf32(int allow) {
     return -1;
   }
 }
+
+// NVTX ranges, for a run under `gapscope record` (or any CUDA profiler):
+// gs_nvtx_start turns on libtorch's NVTX profiler state on the calling
+// thread, as Python's torch.autograd.profiler.emit_nvtx() does, so every
+// operator (and, through autograd's thread-local state, every backward
+// node) pushes a range named `aten::mm, seq = N, op_id = M`. The ranges go
+// through the CUDA profiler stubs, which libtorch_cuda registers: without
+// it loaded, every operator would fail, so it is refused here (-2).
+// Returns 0, -1 when libtorch refused (the reason in gs_last_error), or -2.
+int gs_nvtx_start(int record_shapes) {
+  try {
+    if (!torch::profiler::impl::cudaStubs()->enabled()) {
+      g_error = "libtorch_cuda is not loaded, so libtorch cannot emit NVTX ranges";
+      return -2;
+    }
+    torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::NVTX,
+                                                 record_shapes != 0);
+    torch::autograd::profiler::enableProfiler(config, {});
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return -1;
+  } catch (...) {
+    g_error = "unknown C++ exception";
+    return -1;
+  }
+}
+
+// Turns the NVTX profiler state off again. Returns 0, or -1.
+int gs_nvtx_stop() {
+  try {
+    torch::autograd::profiler::disableProfiler();
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return -1;
+  } catch (...) {
+    g_error = "unknown C++ exception";
+    return -1;
+  }
+}
+
+// Pushes (name non-null) or pops (null) one NVTX range on the calling
+// thread: the `ProfilerStep#N` around each timed iteration. Returns 0, or -1.
+int gs_nvtx_range(const char* name) {
+  try {
+    const auto* stubs = torch::profiler::impl::cudaStubs();
+    if (name != nullptr) {
+      stubs->rangePush(name);
+    } else {
+      stubs->rangePop();
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return -1;
+  } catch (...) {
+    g_error = "unknown C++ exception";
+    return -1;
+  }
+}
+
+// The reason for the calling thread's last -1 (empty when none).
+const char* gs_last_error() { return g_error.c_str(); }
 
 }  // extern "C"

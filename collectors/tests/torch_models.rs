@@ -213,6 +213,7 @@ fn runner_record_has_the_bench_fields() {
         warmup: 1,
         small: true,
         profile: false,
+        nvtx: false,
     };
     let r = runner::run(&Source::Builtin(models::find("mobilenet_v2").unwrap()), &cfg);
     let v = serde_json::to_value(&r.record).unwrap();
@@ -231,4 +232,36 @@ fn runner_record_has_the_bench_fields() {
     assert!(v.get("peak_gpu_memory_bytes").is_none());
     assert_eq!(v["config"]["batch_size"], 2);
     assert!(r.ops.is_empty());
+}
+
+#[test]
+fn nvtx_ranges_without_libtorch_cuda_fail_the_run_with_the_reason() {
+    // Without libtorch_cuda's profiler stubs every operator would throw
+    // inside libtorch's NVTX callback; the shim refuses before that.
+    let _g = lock();
+    let cfg = RunConfig {
+        mode: Mode::Eval,
+        device: Device::Cpu,
+        batch_size: Some(2),
+        precision: Precision::Fp32,
+        iters: 2,
+        warmup: 1,
+        small: true,
+        profile: false,
+        nvtx: true,
+    };
+    let r = runner::run(&Source::Builtin(models::find("resnet18").unwrap()), &cfg);
+    let v = serde_json::to_value(&r.record).unwrap();
+    assert_eq!(v["status"], "error", "{v}");
+    let why = v["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("libtorch could not emit NVTX ranges: libtorch_cuda is not loaded"),
+        "{why}"
+    );
+    // The state was never turned on, so a plain run afterwards works.
+    let plain = runner::run(
+        &Source::Builtin(models::find("resnet18").unwrap()),
+        &RunConfig { nvtx: false, ..cfg },
+    );
+    assert_eq!(plain.record.status, "ok");
 }

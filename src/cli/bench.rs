@@ -85,6 +85,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
 
+    /// NVTX ranges in the timed iterations: one per operator (as PyTorch's
+    /// emit_nvtx()) and `ProfilerStep#N` around each iteration, so that
+    /// `gapscope record -- gapscope bench ... --nvtx` names the kernels'
+    /// operators and analyses the timed steps alone. Needs --device cuda.
+    #[arg(long)]
+    pub nvtx: bool,
+
     /// Write results here (JSON lines) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,

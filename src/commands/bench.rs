@@ -55,6 +55,9 @@ mod with_torch {
         if args.profile.is_some() && (sources.len() != 1 || args.bs_sweep) {
             bail!("--profile records one run: name one model and leave out --bs-sweep");
         }
+        if args.nvtx && matches!(args.device, DeviceArg::Cpu) {
+            bail!("--nvtx needs --device cuda: the NVTX ranges go through libtorch's CUDA library");
+        }
         let device = match args.device {
             DeviceArg::Cpu => tch::Device::Cpu,
             DeviceArg::Cuda => {
@@ -81,6 +84,7 @@ mod with_torch {
             warmup: args.warmup as usize,
             small: args.small,
             profile: args.profile.is_some(),
+            nvtx: args.nvtx,
         };
         let mut out: Box<dyn Write> = match &args.output {
             Some(p) => Box::new(BufWriter::new(

@@ -9,7 +9,7 @@
 //! [`Recording::start`] and [`Recording::stop`].
 
 use crate::trace::{CpuOp, CpuOpKind, Trace, TraceBuilder};
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[repr(C)]
@@ -32,6 +32,64 @@ extern "C" {
     fn gs_observer_stop() -> i64;
     fn gs_observer_get(i: i64, out: *mut RawEvent) -> i32;
     fn gs_observer_now_ns() -> i64;
+    fn gs_nvtx_start(record_shapes: i32) -> i32;
+    fn gs_nvtx_stop() -> i32;
+    fn gs_nvtx_range(name: *const c_char) -> i32;
+    fn gs_last_error() -> *const c_char;
+}
+
+/// The shim's reason for its last failure on this thread.
+fn last_error() -> String {
+    // SAFETY: a NUL-terminated thread-local std::string owned by the shim.
+    unsafe { CStr::from_ptr(gs_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// NVTX ranges around every operator on the thread that started them (and
+/// the backward nodes autograd runs for it), named as PyTorch's
+/// `emit_nvtx()` names them, for a run under `gapscope record` or another
+/// CUDA profiler: libtorch's NVTX profiler state, on while this lives.
+/// Needs libtorch_cuda loaded (`--device cuda`).
+pub struct NvtxRanges {
+    _private: (),
+}
+
+impl NvtxRanges {
+    /// Turns the ranges on for the calling thread.
+    pub fn start() -> Result<NvtxRanges, String> {
+        // SAFETY: the shim catches every C++ exception.
+        match unsafe { gs_nvtx_start(0) } {
+            0 => Ok(NvtxRanges { _private: () }),
+            _ => Err(format!("libtorch could not emit NVTX ranges: {}", last_error())),
+        }
+    }
+
+    /// Pushes a range of the caller's own (`ProfilerStep#N`) on this thread.
+    pub fn push(&self, name: &str) -> Result<(), String> {
+        let name = CString::new(name).map_err(|_| "an NVTX range name holds a NUL byte".to_string())?;
+        // SAFETY: a valid C string; the shim catches C++ exceptions.
+        match unsafe { gs_nvtx_range(name.as_ptr()) } {
+            0 => Ok(()),
+            _ => Err(format!("NVTX range push failed: {}", last_error())),
+        }
+    }
+
+    /// Pops the range `push` pushed last on this thread.
+    pub fn pop(&self) -> Result<(), String> {
+        // SAFETY: as in `push`.
+        match unsafe { gs_nvtx_range(std::ptr::null()) } {
+            0 => Ok(()),
+            _ => Err(format!("NVTX range pop failed: {}", last_error())),
+        }
+    }
+}
+
+impl Drop for NvtxRanges {
+    fn drop(&mut self) {
+        // SAFETY: the state `start` turned on; the shim catches exceptions.
+        unsafe { gs_nvtx_stop() };
+    }
 }
 
 /// RecordFunction's scope of an event.

@@ -5,7 +5,7 @@
 //! docs/bench-results.md's `gapscope-bench/1` format.
 
 use super::models::{self, ModelConfig, ModelInfo, Workload};
-use super::observer::{self, OpEvent, Recording, Step};
+use super::observer::{self, NvtxRanges, OpEvent, Recording, Step};
 use super::Precision;
 pub use crate::bench_record::BenchRecord;
 use crate::bench_record::ConfigValue;
@@ -87,6 +87,10 @@ pub struct RunConfig {
     pub small: bool,
     /// Record every operator during the timed iterations.
     pub profile: bool,
+    /// NVTX ranges during the timed iterations: one per operator (as
+    /// `emit_nvtx()`) and `ProfilerStep#N` around each iteration, for a run
+    /// under `gapscope record`. Needs CUDA.
+    pub nvtx: bool,
 }
 
 /// A run's result: the record, and the operators when profiled.
@@ -248,14 +252,25 @@ pub fn run(source: &Source, cfg: &RunConfig) -> RunOutput {
         } else {
             None
         };
+        let nvtx = if cfg.nvtx {
+            Some(NvtxRanges::start()?)
+        } else {
+            None
+        };
         let mut times = Vec::with_capacity(cfg.iters);
         let mut last = None;
         for i in 0..cfg.iters.max(1) {
+            if let Some(n) = &nvtx {
+                n.push(&format!("ProfilerStep#{i}"))?;
+            }
             let s0 = observer::now_ns();
             let t0 = Instant::now();
             let out = step(&mut w);
             sync(cfg.device);
             times.push(t0.elapsed().as_nanos().max(1) as Ns);
+            if let Some(n) = &nvtx {
+                n.pop()?;
+            }
             steps.push(Step {
                 number: i as u64,
                 start_ns: s0,
@@ -263,6 +278,7 @@ pub fn run(source: &Source, cfg: &RunConfig) -> RunOutput {
             });
             last = Some(out);
         }
+        drop(nvtx);
         if let Some(r) = recording {
             ops = r.stop();
         }
