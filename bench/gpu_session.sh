@@ -12,12 +12,15 @@
 #                then the same runs unprofiled (their step times)
 #     ddp        fixtures/ddp/ddp_stall.py: torch.profiler per rank, then
 #                every rank under one `gapscope record`
-#     bench      gapscope bench on CUDA (needs BIN/gapscope-torch)
+#     bench      gapscope bench on CUDA (needs BIN/gapscope-torch): every
+#                model, train and eval, under `record` with --nvtx, and the
+#                table of GPU active / data movement / idle
+#                (bench/gpu_table2.py), then resnet50 eval --bs-sweep
 # env: LIMIT seconds for the whole session (default 420): a stage that
 #      would start past LIMIT minus its own estimate is skipped, and says so.
-# Writes OUTDIR/session.log and OUTDIR/results.tar.gz (logs, captures,
-# analyses, traces; the torch.profiler traces of the count checks are
-# left out, being only counted).
+# Writes OUTDIR/session.log and one OUTDIR/<stage>.tar.gz per stage (logs,
+# captures, analyses, traces; the count checks' traces and captures are
+# left out, being only counted), 8 files at most.
 set -u
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:?usage: bench/gpu_session.sh OUTDIR [STAGE...]}"; shift
@@ -61,6 +64,7 @@ if want scenarios && stage scenarios 120; then
     "$repo/fixtures/scenarios/record_all.sh" "$W/recorded" --blocks 8
   echo "### scenarios recorded exit $?"
   for f in "$W"/recorded/*.gst; do
+    [ -e "$f" ] || continue
     "$BIN/gapscope" analyze "$f" >"${f%.gst}.analysis.txt" 2>&1
     "$BIN/gapscope" analyze --format json "$f" >"${f%.gst}.analysis.json" 2>/dev/null
   done
@@ -80,13 +84,31 @@ if want ddp && stage ddp 60; then
   "$BIN/gapscope" analyze "$W/ddp/record/ddp.gst" >"$W/ddp/record.analysis.txt" 2>&1
   tail -n 30 "$W/ddp/torch.analysis.txt"
 fi
-if want bench && [ -x "$BIN/gapscope-torch" ] && stage bench 120; then
-  lib="$("$PY" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
-  mkdir -p "$W/bench"
-  LD_LIBRARY_PATH="$lib" OMP_NUM_THREADS=8 timeout -k 5 "${BENCH_TIMEOUT:-150}" "$BIN/gapscope-torch" bench all --device cuda \
-    --mode train -o "$W/bench/train.jsonl"
-  echo "### bench train exit $?"
+if want bench && [ -x "$BIN/gapscope-torch" ] && stage bench 150; then
+  # Table 2: each built-in model, train and eval, under `record` (--nvtx).
+  timeout -k 5 "${BENCH_TIMEOUT:-300}" "$PY" "$repo/bench/gpu_table2.py" --gapscope "$BIN/gapscope" \
+    --gapscope-torch "$BIN/gapscope-torch" --out "$W/bench" ${BENCH_MODELS:+--models "$BENCH_MODELS"} --timeout 60
+  echo "### bench table exit $?"
+  if stage "bench --bs-sweep" 60; then
+    lib="$("$PY" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
+    LD_LIBRARY_PATH="$lib" OMP_NUM_THREADS=8 timeout -k 5 "$(( $(left) - 10 ))" "$BIN/gapscope-torch" bench resnet50 \
+      --device cuda --mode eval --bs-sweep --iters 5 --warmup 2 -o "$W/bench/resnet50.eval.sweep.jsonl"
+    echo "### bench --bs-sweep exit $?"
+  fi
 fi
 echo "### done at $(( $(date +%s) - start )) s"
-cp "$out/session.log" "$W/" 2>/dev/null
-tar -C "$W" -czf "$out/results.tar.gz" . && ls -la "$out"
+# What comes back: at most 8 files of at most 16 MiB. The count checks'
+# and overhead runs' captures only fed their checks; the scenarios'
+# captures are the fixtures, split in two archives.
+rm -f "$W"/check/*.gst "$W"/overhead/*.gst
+pack() { [ -d "$W/$2" ] && tar -C "$W" -czf "$out/$1.tar.gz" "${@:2}" 2>/dev/null; }
+pack check check
+pack overhead overhead
+if [ -d "$W/recorded" ]; then
+  (cd "$W" && tar -czf "$out/recorded-planted.tar.gz" --exclude='*.fixed.*' recorded)
+  (cd "$W" && tar -czf "$out/recorded-fixed.tar.gz" recorded/*.fixed.* 2>/dev/null)
+fi
+pack plain plain
+pack ddp ddp
+pack bench bench
+ls -la "$out"
