@@ -601,3 +601,79 @@ fn decode_speed() {
         trace.gpu.len()
     );
 }
+
+#[test]
+fn emit_nvtx_ranges_become_steps_and_operators_named_as_in_pytorch_profiler_traces() {
+    // PyTorch under `emit_nvtx()` with a user's ProfilerStep range around
+    // the step: the kernel's launch sits in the operator's range, which sits
+    // in the step's.
+    const STEP: u64 = 0x7f00_0000_5000;
+    const LINEAR: u64 = 0x7f00_0000_6000;
+    const LOADER: u64 = 0x7f00_0000_7000;
+    let mut b = Buffer::default();
+    b.push(marker(2, T0, 1, PID, TID, STEP))
+        .push(marker(2, T0 + 5, 2, PID, TID, LOADER))
+        .push(marker(4, T0 + 8, 2, PID, TID, 0))
+        .push(marker(2, T0 + 10, 3, PID, TID, LINEAR))
+        .push(api(KIND_RUNTIME, 211, T0 + 50, T0 + 55, PID, TID, 700))
+        .push(kernel(
+            V13,
+            &Kernel {
+                start: T0 + 100,
+                end: T0 + 200,
+                device: 0,
+                context: 1,
+                stream: 7,
+                grid: [1, 1, 1],
+                block: [1, 1, 1],
+                registers: 1,
+                static_smem: 0,
+                dynamic_smem: 0,
+                corr: 700,
+                name: GEMM,
+                graph_node: 0,
+                graph: 0,
+            },
+        ))
+        .push(marker(4, T0 + 500, 3, PID, TID, 0))
+        .push(marker(4, T0 + 1000, 1, PID, TID, 0));
+    let (_, mut names) = sample(V13);
+    names.strings.insert(STEP, "ProfilerStep#4".to_string());
+    names.strings.insert(
+        LINEAR,
+        "aten::linear, seq = 3, op_id = 9, sizes = [[8, 16], [4, 16], [4]]".to_string(),
+    );
+    names.strings.insert(
+        LOADER,
+        "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__, op_id = 2".to_string(),
+    );
+    let (t, _) = decode(V13, &[&b.bytes], names);
+    let ops: Vec<(String, String)> = (0..t.cpu_ops.len())
+        .map(|i| {
+            let op = t.cpu_ops.row(i);
+            (t.strings.get(op.name).to_string(), format!("{:?}", op.kind))
+        })
+        .collect();
+    for want in [
+        ("ProfilerStep#4", "ProfilerStep"),
+        ("aten::linear", "Operator"),
+        (
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+            "UserAnnotation",
+        ),
+    ] {
+        assert!(
+            ops.contains(&(want.0.to_string(), want.1.to_string())),
+            "{want:?} not in {ops:?}"
+        );
+    }
+    assert_eq!(ops.len(), 3);
+    let linear = (0..t.cpu_ops.len())
+        .find(|&i| t.strings.get(t.cpu_ops.name[i]) == "aten::linear")
+        .unwrap();
+    assert_eq!(
+        t.links.runtime_op[0],
+        Some(OpRow::new(linear)),
+        "the launch belongs to the innermost range around it, the operator"
+    );
+}
