@@ -1,5 +1,6 @@
 //! `gapscope export`: its flags.
 
+use super::WindowArgs;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -19,7 +20,11 @@ EXAMPLES:
         gapscope export run.pt.trace.json.gz --format parquet -o run_tables/
 
     A gapscope capture (several times smaller than the .json.gz, read faster):
-        gapscope export run.pt.trace.json.gz --format gst -o run.gst";
+        gapscope export run.pt.trace.json.gz --format gst -o run.gst
+
+    Only steps 10 to 12 of a long recording, as a capture to share (what
+    `gapscope analyze --steps 10..12` reads of the whole one):
+        gapscope export big.gst --steps 10..12 --format gst -o steps10-12.gst";
 
 /// `gapscope export`.
 #[derive(Debug, Args)]
@@ -38,6 +43,20 @@ pub struct ExportArgs {
     /// Timeline format.
     #[arg(long, value_enum, default_value_t = ExportFormat::Perfetto)]
     pub format: ExportFormat,
+
+    /// Export only what `gapscope analyze` would read with the same
+    /// --steps / --exclude-last-step (one trace, not a job): the rows that
+    /// start inside the selected steps' CPU range, and the GPU work their
+    /// calls launched.
+    #[command(flatten)]
+    pub window: WindowArgs,
+
+    /// Export only this slice of time, as `gapscope analyze --time-window`
+    /// reads it (one trace, not a job): START..END from the trace's first
+    /// event, units ns, us, ms or s; rows that straddle an edge are cut at
+    /// it.
+    #[arg(long, value_name = "START..END")]
+    pub time_window: Option<String>,
 
     /// Also write what the exporter emitted (packets, tracks, slices, flows,
     /// counter samples, bytes) as JSON to FILE: the numbers a trace

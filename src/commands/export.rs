@@ -11,9 +11,11 @@ use crate::inputs::batch::{self, LoadOptions};
 use crate::inputs::{self, load};
 use anyhow::{Context, Result};
 use gapscope_analyzers::analysis::AnalyzeOptions;
+use gapscope_analyzers::window::{self, parse_time_window, TimeRange};
 use gapscope_analyzers::Session;
 use gapscope_collectors::capture;
 use gapscope_collectors::kineto::ImportOptions;
+use gapscope_collectors::trace::Trace;
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -23,16 +25,30 @@ pub fn run(args: &ExportArgs) -> Result<Exit> {
     let import = ImportOptions {
         progress: !args.quiet && io::stderr().is_terminal(),
     };
+    // A bad window is reported before any trace is read.
+    let time = match &args.time_window {
+        Some(text) => Some((
+            text.as_str(),
+            parse_time_window(text).map_err(|e| anyhow::anyhow!("--time-window {text}: {e}"))?,
+        )),
+        None => None,
+    };
     if batch::is_batch(&args.traces) {
+        if time.is_some() || args.window.steps.is_some() || args.window.exclude_last_step {
+            anyhow::bail!(
+                "--steps, --exclude-last-step and --time-window export a part of one trace; give one trace, not the ranks of a job"
+            );
+        }
         run_job(args)?;
         return Ok(Exit::OK);
     }
     if args.format == ExportFormat::Parquet {
-        run_parquet(args, &import)?;
+        run_parquet(args, &import, time)?;
         return Ok(Exit::OK);
     }
     let trace = load(&args.traces[0], &import)?;
     inputs::after_import();
+    let trace = selected(args, trace, time)?;
     // The whole trace, analysed once: the timeline draws its idle segments,
     // counters and findings.
     let session = Session::new(&trace, &AnalyzeOptions::default());
@@ -133,14 +149,46 @@ pub fn run(args: &ExportArgs) -> Result<Exit> {
     Ok(Exit::OK)
 }
 
+/// The part of `trace` that --steps, --exclude-last-step and --time-window
+/// select, as `gapscope analyze` reads it (`window::select_in`); the whole
+/// trace without them. A selection with nothing in it is an error, not an
+/// empty file.
+fn selected(args: &ExportArgs, trace: Trace, time: Option<(&str, TimeRange)>) -> Result<Trace> {
+    let opts = args.window.options();
+    if time.is_none() && opts.steps.is_none() && !opts.exclude_last_step {
+        return Ok(trace);
+    }
+    let name = args.traces[0].display().to_string();
+    if let Some((text, t)) = time {
+        inputs::check_window(&name, &trace, &opts, text, t, window::event_extent(&trace))?;
+    }
+    if let Some((a, b)) = opts.steps {
+        let steps = window::steps(&trace);
+        let kept = if opts.exclude_last_step && steps.len() >= 2 {
+            &steps[..steps.len() - 1]
+        } else {
+            &steps[..]
+        };
+        if !kept.iter().any(|s| s.number >= a && s.number <= b) {
+            let have = match (kept.first(), kept.last()) {
+                (Some(f), Some(l)) => format!("its steps are ProfilerStep#{} to #{}", f.number, l.number),
+                _ => "it has no ProfilerStep#N range".to_string(),
+            };
+            anyhow::bail!("{name}: --steps {a}..{b} selects no step ({have}); choose steps it has");
+        }
+    }
+    Ok(window::select_in(&trace, &opts, time.map(|(_, t)| t)))
+}
+
 /// `--format parquet`: the output is a directory, checked (and created when
 /// missing) before the trace is read, so a bad `-o` fails fast.
 #[cfg(feature = "parquet")]
-fn run_parquet(args: &ExportArgs, import: &ImportOptions) -> Result<()> {
+fn run_parquet(args: &ExportArgs, import: &ImportOptions, time: Option<(&str, TimeRange)>) -> Result<()> {
     use crate::export::parquet;
     let dir = &args.output;
     parquet_dir(dir)?;
     let trace = load(&args.traces[0], import)?;
+    let trace = selected(args, trace, time)?;
     let opts = parquet::Options {
         compress: !args.no_compress,
         ..Default::default()
@@ -308,7 +356,7 @@ fn run_job_parquet(args: &ExportArgs, job: &AnalysedJob) -> Result<()> {
 
 /// Without the `parquet` feature: one clear line, before any work.
 #[cfg(not(feature = "parquet"))]
-fn run_parquet(_: &ExportArgs, _: &ImportOptions) -> Result<()> {
+fn run_parquet(_: &ExportArgs, _: &ImportOptions, _: Option<(&str, TimeRange)>) -> Result<()> {
     run_parquet_missing()
 }
 
