@@ -63,10 +63,15 @@ if want scenarios && stage scenarios 120; then
   GAPSCOPE="$BIN/gapscope" SCENARIO_TIMEOUT=60 timeout -k 5 200 \
     "$repo/fixtures/scenarios/record_all.sh" "$W/recorded" --blocks 8
   echo "### scenarios recorded exit $?"
+  # Each capture cut to its active steps (the result's profile.active_steps),
+  # as the fixture: what `analyze --steps` of the whole capture reads.
   for f in "$W"/recorded/*.gst; do
     [ -e "$f" ] || continue
-    "$BIN/gapscope" analyze "$f" >"${f%.gst}.analysis.txt" 2>&1
-    "$BIN/gapscope" analyze --format json "$f" >"${f%.gst}.analysis.json" 2>/dev/null
+    stem="${f%.gst}"
+    steps="$("$PY" -c 'import json,sys; a,b=json.load(open(sys.argv[1]))["profile"]["active_steps"]; print("%d..%d" % (a, b))' "$stem.result.json" 2>/dev/null)"
+    [ -n "$steps" ] && "$BIN/gapscope" export "$f" --steps "$steps" --format gst -o "$stem.window.gst"
+    "$BIN/gapscope" analyze "$stem.window.gst" >"$stem.analysis.txt" 2>&1
+    "$BIN/gapscope" analyze --format json "$stem.window.gst" >"$stem.analysis.json" 2>/dev/null
   done
   if stage "scenarios unprofiled" 90; then
     SCENARIO_TIMEOUT=60 timeout -k 5 150 "$repo/fixtures/scenarios/record_all.sh" "$W/plain" --blocks 8 --no-trace
@@ -80,7 +85,9 @@ if want ddp && stage ddp 60; then
   timeout -k 5 90 "$BIN/gapscope" record -o "$W/ddp/record/ddp.gst" -- \
     "$PY" "$repo/fixtures/ddp/ddp_stall.py" --out "$W/ddp/record" --trace-with nvtx --port 29534
   echo "### ddp record exit $?"
-  "$BIN/gapscope" analyze "$W/ddp/torch" >"$W/ddp/torch.analysis.txt" 2>&1
+  steps="$("$PY" -c 'import json,sys; a,b=json.load(open(sys.argv[1]))["active_steps"]; print("%d..%d" % (a, b))' "$W/ddp/record/rank0.result.json" 2>/dev/null)"
+  [ -n "$steps" ] && "$BIN/gapscope" export "$W/ddp/record/ddp.gst" --steps "$steps" --format gst -o "$W/ddp/record/ddp.window.gst"
+  "$BIN/gapscope" analyze "$W"/ddp/torch/*.pt.trace.json.gz >"$W/ddp/torch.analysis.txt" 2>&1
   "$BIN/gapscope" analyze "$W/ddp/record/ddp.gst" >"$W/ddp/record.analysis.txt" 2>&1
   tail -n 30 "$W/ddp/torch.analysis.txt"
 fi
@@ -99,14 +106,16 @@ fi
 echo "### done at $(( $(date +%s) - start )) s"
 # What comes back: at most 8 files of at most 16 MiB. The count checks'
 # and overhead runs' captures only fed their checks; the scenarios'
-# captures are the fixtures, split in two archives.
+# captures cut to their active steps are the fixtures.
 rm -f "$W"/check/*.gst "$W"/overhead/*.gst
 pack() { [ -d "$W/$2" ] && tar -C "$W" -czf "$out/$1.tar.gz" "${@:2}" 2>/dev/null; }
 pack check check
 pack overhead overhead
 if [ -d "$W/recorded" ]; then
-  (cd "$W" && tar -czf "$out/recorded-planted.tar.gz" --exclude='*.fixed.*' recorded)
-  (cd "$W" && tar -czf "$out/recorded-fixed.tar.gz" recorded/*.fixed.* 2>/dev/null)
+  # The cut captures with everything else; the whole ones apart (the
+  # biggest archive, so the one that may not fit).
+  (cd "$W" && find recorded -type f ! \( -name '*.gst' ! -name '*.window.gst' \) | tar -czf "$out/recorded.tar.gz" -T -)
+  (cd "$W" && find recorded -name '*.gst' ! -name '*.window.gst' | tar -czf "$out/recorded-whole.tar.gz" -T -)
 fi
 pack plain plain
 pack ddp ddp
