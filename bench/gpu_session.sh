@@ -11,7 +11,7 @@
 #     scenarios  fixtures/scenarios recorded with `gapscope record` (.gst),
 #                then the same runs unprofiled (their step times)
 #     ddp        fixtures/ddp/ddp_stall.py: torch.profiler per rank, then
-#                every rank under one `gapscope record`
+#                every rank under one `gapscope record --per-process`
 #     bench      gapscope bench on CUDA (needs BIN/gapscope-torch): every
 #                model, train and eval, under `record` with --nvtx, and the
 #                table of GPU active / data movement / idle
@@ -82,13 +82,17 @@ if want ddp && stage ddp 60; then
   mkdir -p "$W/ddp/torch" "$W/ddp/record"
   timeout -k 5 90 "$PY" "$repo/fixtures/ddp/ddp_stall.py" --out "$W/ddp/torch"
   echo "### ddp torch.profiler exit $?"
-  timeout -k 5 90 "$BIN/gapscope" record -o "$W/ddp/record/ddp.gst" -- \
+  timeout -k 5 90 "$BIN/gapscope" record --per-process -o "$W/ddp/record/ranks" -- \
     "$PY" "$repo/fixtures/ddp/ddp_stall.py" --out "$W/ddp/record" --trace-with nvtx --port 29534
   echo "### ddp record exit $?"
+  # Each rank's capture cut to the active steps, as the job's fixtures.
   steps="$("$PY" -c 'import json,sys; a,b=json.load(open(sys.argv[1]))["active_steps"]; print("%d..%d" % (a, b))' "$W/ddp/record/rank0.result.json" 2>/dev/null)"
-  [ -n "$steps" ] && "$BIN/gapscope" export "$W/ddp/record/ddp.gst" --steps "$steps" --format gst -o "$W/ddp/record/ddp.window.gst"
+  mkdir -p "$W/ddp/record/window"
+  for f in "$W"/ddp/record/ranks/*.gst; do
+    [ -e "$f" ] && [ -n "$steps" ] && "$BIN/gapscope" export "$f" --steps "$steps" --format gst -o "$W/ddp/record/window/$(basename "$f")"
+  done
   "$BIN/gapscope" analyze "$W"/ddp/torch/*.pt.trace.json.gz >"$W/ddp/torch.analysis.txt" 2>&1
-  "$BIN/gapscope" analyze "$W/ddp/record/ddp.gst" >"$W/ddp/record.analysis.txt" 2>&1
+  "$BIN/gapscope" analyze "$W/ddp/record/window" >"$W/ddp/record.analysis.txt" 2>&1
   tail -n 30 "$W/ddp/torch.analysis.txt"
 fi
 if want bench && [ -x "$BIN/gapscope-torch" ] && stage bench 150; then

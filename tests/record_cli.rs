@@ -395,3 +395,104 @@ fn two_processes_recorded_merged_and_analysed() {
     );
     assert!(d.join("run.gst").is_file());
 }
+
+/// `--per-process`: two processes that know their rank (RANK in their
+/// environment at exit; the parent sets its own after its injection
+/// started) become `rank-0.gst` and `rank-1.gst` in the `-o` directory,
+/// each placed in the job by its capture's rank and world size, and
+/// `gapscope analyze DIR/` reads them as one job of two ranks. Without
+/// ranks the files are named by pid. A file as `-o` is refused before the
+/// program runs.
+#[test]
+fn per_process_keeps_each_rank_and_analyze_reads_them_as_one_job() {
+    let Some(_) = inject_lib() else { return };
+    let d = scratch("per-process");
+    let (_, cupti) = placeholders();
+    let run = |args: &[&str], mode: &str| {
+        gapscope()
+            .current_dir(&d)
+            .arg("record")
+            .args(args)
+            .arg("--")
+            .arg(host())
+            .args(["0", mode])
+            .env("GAPSCOPE_CUPTI_LIBS", cupti)
+            .env("GAPSCOPE_INJECT_SELFTEST", "1")
+            .env_remove("RANK")
+            .env_remove("WORLD_SIZE")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--per-process", "-o", "job"], "ranks");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let summary = err.lines().last().unwrap();
+    assert!(
+        summary.starts_with("gapscope: recorded 2 processes (pids "),
+        "{err}"
+    );
+    assert!(
+        summary.ends_with("Wrote 2 captures into job (rank-0.gst, rank-1.gst); next: gapscope analyze job"),
+        "{summary}"
+    );
+    let mut files: Vec<String> = std::fs::read_dir(d.join("job"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["rank-0.gst", "rank-1.gst"]);
+    for r in 0..2 {
+        let info = gapscope()
+            .current_dir(&d)
+            .args(["analyze", "--format", "json", &format!("job/rank-{r}.gst")])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        assert_eq!(v["source"]["rank"], r, "{v}");
+        assert_eq!(v["source"]["world_size"], 2, "{v}");
+    }
+    let job = gapscope()
+        .current_dir(&d)
+        .args(["analyze", "--format", "json", "job"])
+        .output()
+        .unwrap();
+    assert!(job.status.success(), "{}", text(&job.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&job.stdout).unwrap();
+    assert_eq!(v["kind"], "job", "{v}");
+    let ranks: Vec<i64> = v["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rank"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ranks, [0, 1], "{v}");
+
+    // Without RANK: named by pid.
+    let out = run(&["--per-process", "-o", "pids"], "spawn");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let names: Vec<String> = std::fs::read_dir(d.join("pids"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert!(
+        names.iter().all(|n| n.starts_with("pid-") && n.ends_with(".gst")),
+        "{names:?}"
+    );
+
+    // A file as the directory: refused before the program runs.
+    std::fs::write(d.join("afile"), b"x").unwrap();
+    let out = run(&["--per-process", "-o", "afile"], "ranks");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("afile: not a directory; --per-process writes one capture per process"),
+        "{err}"
+    );
+    assert!(
+        !text(&out.stdout).contains("InitializeInjection"),
+        "the program did not run"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -18,6 +18,11 @@ EXAMPLES:
     Every rank of a torchrun job, one capture per process, merged:
         gapscope record -o ddp.gst -- torchrun --nproc-per-node 8 train.py
 
+    The same job kept as its ranks (rank-0.gst ... from each process's
+    RANK), for the whole-job analysis of which rank held the others back:
+        gapscope record --per-process -o job/ -- torchrun --nproc-per-node 8 train.py
+        gapscope analyze job/
+
 ENVIRONMENT:
     GAPSCOPE_CUPTI_LIBS   the libcupti to use (one path)
     GAPSCOPE_INJECT_LIB   the injection library (default: next to gapscope)
@@ -35,9 +40,18 @@ EXIT STATUS:
 /// `gapscope record`.
 #[derive(Debug, Args)]
 pub struct RecordArgs {
-    /// Where to write the merged capture.
-    #[arg(short, long, value_name = "FILE", default_value = "run.gst")]
-    pub output: PathBuf,
+    /// Where to write the merged capture (default run.gst); with
+    /// --per-process, the directory for the captures (default run/).
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// One capture per process instead of one merged: `rank-<R>.gst` when
+    /// the process's environment held RANK at exit (torchrun sets it; a
+    /// program may set it itself), else `pid-<P>.gst`, in the -o directory
+    /// (created if missing). `gapscope analyze DIR/` then analyses the
+    /// ranks as one job.
+    #[arg(long)]
+    pub per_process: bool,
 
     /// Do not record NVTX ranges (NVTX_INJECTION64_PATH is then removed
     /// from the program's environment, so no other NVTX tool takes CUPTI).

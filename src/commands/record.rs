@@ -14,7 +14,7 @@ use gapscope_collectors::record::{
     exit_code, merge_captures, shell_words, Counts, Found, Merged, RecordOptions, Recording,
 };
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Exit status when the program succeeded but no process wrote a capture.
 pub const NOTHING_RECORDED: u8 = 4;
@@ -27,6 +27,17 @@ pub const NOT_FOUND: u8 = 127;
 /// [`EXAMPLES`] for the others). `Err` is a setup or write failure (2).
 pub fn run(args: &RecordArgs) -> Result<Exit> {
     let shown = shell_words(&args.command);
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(if args.per_process { "run" } else { "run.gst" }));
+    // A bad -o is said before the program runs, not after.
+    if args.per_process && output.exists() && !output.is_dir() {
+        bail!(
+            "{}: not a directory; --per-process writes one capture per process into the -o directory",
+            output.display()
+        );
+    }
     let opts = RecordOptions {
         nvtx: !args.no_nvtx,
         api_calls: !args.no_api_calls,
@@ -95,16 +106,79 @@ pub fn run(args: &RecordArgs) -> Result<Exit> {
     for line in &merged.unreadable {
         note(line);
     }
-    if let Err(e) = capture::write_file(&merged.trace, &args.output) {
+    if args.per_process {
+        let written = match write_each(&found, &output) {
+            Ok(w) => w,
+            Err(e) if child_code != 0 => {
+                note(&e.to_string());
+                return Ok(Exit(child_code));
+            }
+            Err(e) => return Err(e),
+        };
+        let mut line = summary(&merged, &found);
+        line.push_str(&format!(
+            " Wrote {} capture{} into {} ({}); next: gapscope analyze {}",
+            written.len(),
+            plural(written.len()),
+            output.display(),
+            written.join(", "),
+            output.display()
+        ));
+        note(&line);
+        return Ok(Exit(child_code));
+    }
+    let output = &output;
+    if let Err(e) = capture::write_file(&merged.trace, output) {
         if child_code != 0 {
             note(&e.to_string());
             return Ok(Exit(child_code));
         }
         bail!("{e}");
     }
-    let size = std::fs::metadata(&args.output).map(|m| m.len()).unwrap_or(0);
-    note(&summary(&merged, &found, &args.output, size));
+    let size = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
+    let mut line = summary(&merged, &found);
+    line.push_str(&format!(
+        " Wrote {} ({}); next: gapscope analyze {}",
+        output.display(),
+        gapscope_analyzers::format::bytes(size),
+        output.display()
+    ));
+    note(&line);
     Ok(Exit(child_code))
+}
+
+/// `--per-process`: each readable capture copied into `dir` as
+/// `rank-<R>.gst` (the RANK its process had at exit, when every capture has
+/// a different one) or `pid-<P>.gst`. Returns the file names written.
+fn write_each(found: &Found, dir: &Path) -> Result<Vec<String>> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: cannot create the directory for the captures ({e}); its parent must exist and be writable",
+            dir.display()
+        )
+    })?;
+    let mut parts = Vec::new();
+    for (pid, path) in &found.captures {
+        // Unreadable ones were reported by the merge and are left out.
+        if let Ok(t) = capture::read_file(path) {
+            parts.push((*pid, path, t.meta.rank));
+        }
+    }
+    let mut ranks: Vec<i64> = parts.iter().filter_map(|p| p.2).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    let by_rank = ranks.len() == parts.len();
+    let mut names = Vec::new();
+    for (pid, path, rank) in parts {
+        let name = match rank {
+            Some(r) if by_rank => format!("rank-{r}.gst"),
+            _ => format!("pid-{pid}.gst"),
+        };
+        let to = dir.join(&name);
+        std::fs::copy(path, &to).map_err(|e| anyhow::anyhow!("{}: cannot write ({e})", to.display()))?;
+        names.push(name);
+    }
+    Ok(names)
 }
 
 /// One `gapscope:` line on stderr.
@@ -112,8 +186,9 @@ fn note(msg: &str) {
     let _ = writeln!(io::stderr().lock(), "gapscope: {msg}");
 }
 
-/// The one-paragraph summary `record` prints.
-fn summary(merged: &Merged, found: &Found, out: &Path, size: u64) -> String {
+/// The one-paragraph summary `record` prints, up to where it says what it
+/// wrote.
+fn summary(merged: &Merged, found: &Found) -> String {
     let c = Counts::of(&merged.trace);
     let n = merged.pids.len();
     let pids: Vec<String> = merged.pids.iter().map(|p| p.to_string()).collect();
@@ -152,12 +227,6 @@ fn summary(merged: &Merged, found: &Found, out: &Path, size: u64) -> String {
             if failed == 1 { "" } else { "es" }
         ));
     }
-    s.push_str(&format!(
-        " Wrote {} ({}); next: gapscope analyze {}",
-        out.display(),
-        gapscope_analyzers::format::bytes(size),
-        out.display()
-    ));
     s
 }
 
@@ -280,7 +349,7 @@ mod tests {
             let pid = back.threads.pid[back.runtime.thread[call].0 as usize];
             assert_eq!(back.strings.get(back.gpu.name[i]), format!("kernel_of_{pid}"));
         }
-        let summary = summary(&merged, &found, &out, 1234);
+        let summary = summary(&merged, &found);
         assert!(
             summary.starts_with("recorded 2 processes (pids 4242, 4343): 8 kernels, 2 copies"),
             "{summary}"

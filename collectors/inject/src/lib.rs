@@ -311,7 +311,7 @@ fn finish() {
 }
 
 fn stop_and_write(running: Running) -> Result<PathBuf, String> {
-    let trace = match running.source {
+    let mut trace = match running.source {
         Source::Live(c, _) => {
             let cap = c.stop().map_err(|e| format!("stopping CUPTI failed: {e}"))?;
             let mut b = cap.builder;
@@ -321,7 +321,25 @@ fn stop_and_write(running: Running) -> Result<PathBuf, String> {
         }
         Source::SelfTest(s) => s.stop(process_name()),
     };
+    let (rank, world_size) = job_place();
+    trace.meta.rank = rank;
+    trace.meta.world_size = world_size;
     write_capture(&trace, &running.dir)
+}
+
+/// This process's rank and the job's size, as torchrun (and most
+/// launchers) put them in every worker's environment: `RANK` and
+/// `WORLD_SIZE`. Read at exit, so a program that sets them itself once it
+/// knows its rank is placed too. A value that is not a whole number >= 0 is
+/// ignored.
+fn job_place() -> (Option<i64>, Option<i64>) {
+    let read = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .filter(|&n| n >= 0)
+    };
+    (read("RANK"), read("WORLD_SIZE"))
 }
 
 /// Writes `gapscope-<pid>.gst` (another name if a process with the same pid

@@ -11,10 +11,14 @@
 //!   took that lock would hang, which the fork test would catch;
 //! - at exit, yields a tiny trace of this process: one `cudaLaunchKernel`
 //!   and the kernel it launched, one pageable 4 KiB host-to-device copy and
-//!   its `cudaMemcpy`, all named `gapscope_selftest_*` so they can never be
-//!   mistaken for a recording.
+//!   its `cudaMemcpy` (GPU rows named `gapscope_selftest_*` so they can
+//!   never be mistaken for a recording), all inside one `ProfilerStep#1`
+//!   from the session's start to its stop, as a training script's step: so
+//!   the stand-in captures of two ranks (`RANK`) run at once form one job.
 
-use gapscope_collectors::trace::{CopyKind, GpuActivity, GpuKind, MemKind, RuntimeCall, Trace, TraceBuilder};
+use gapscope_collectors::trace::{
+    CopyKind, CpuOp, CpuOpKind, GpuActivity, GpuKind, MemKind, RuntimeCall, Trace, TraceBuilder,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -75,6 +79,9 @@ impl Running {
         c.src_mem = MemKind::Pageable;
         c.dst_mem = MemKind::Device;
         b.push_gpu(c);
+        let step = b.intern("ProfilerStep#1");
+        let end = now_ns().max(t0 + 10_000);
+        b.push_cpu_op(CpuOp::new(thread, t0, end, step, CpuOpKind::ProfilerStep));
         b.meta.source = source;
         b.meta.format = "gapscope-inject self-test".into();
         b.finish()

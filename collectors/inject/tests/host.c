@@ -9,6 +9,11 @@
  *                handlers run in it), the parent waits for it and exits CODE
  *         spawn: then fork()+exec() this program in plain mode with code 0
  *                (a new process that runs its own injection), wait, exit CODE
+ *         ranks: spawn, as two ranks of a job: WORLD_SIZE=2 in both, RANK=1
+ *                in the child's environment, and RANK=0 set in this
+ *                process's own after its injection started (as a program
+ *                that learns its rank late does); the library reads them at
+ *                exit
  *         nvtx:  then load libnvtx3interop.so.1 (NVTX_LIB names it) and
  *                push and pop 3 NVTX ranges, which makes NVTX load
  *                NVTX_INJECTION64_PATH and call InitializeInjectionNvtx2
@@ -84,13 +89,17 @@ int main(int argc, char **argv) {
       exit(code + 1);
     }
     printf("host %d: child %d exited %d\n", (int)getpid(), (int)p, wait_for(p));
-  } else if (strcmp(mode, "spawn") == 0) {
+  } else if (strcmp(mode, "spawn") == 0 || strcmp(mode, "ranks") == 0) {
+    int ranks = strcmp(mode, "ranks") == 0;
+    if (ranks) setenv("WORLD_SIZE", "2", 1);
     pid_t p = fork();
     if (p < 0) return 103;
     if (p == 0) {
+      if (ranks) setenv("RANK", "1", 1);
       execl("/proc/self/exe", argv[0], "0", "plain", (char *)0);
       _exit(127);
     }
+    if (ranks) setenv("RANK", "0", 1);
     printf("host %d: spawned %d exited %d\n", (int)getpid(), (int)p, wait_for(p));
   } else if (strcmp(mode, "nvtx") == 0) {
     if (nvtx_ranges() != 0) return 104;
