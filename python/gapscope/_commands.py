@@ -50,15 +50,28 @@ def report(path: Any, output: Any, *, format: Optional[str] = None, steps: Any =
     return out
 
 
-def export(path: Any, output: Any, *, format: str = "perfetto", compress: bool = True) -> str:
+def export(path: Any, output: Any, *, format: str = "perfetto", compress: bool = True, steps: Any = None,
+           exclude_last_step: bool = False, time_window: Optional[str] = None) -> str:
     """Write the trace as a timeline: ``perfetto`` (open in ui.perfetto.dev,
     idle gaps drawn with their causes), ``chrome`` (Kineto-compatible JSON)
     or ``gst`` (a gapscope capture), as `gapscope export` does; the ranks
     of a job (a directory or a list of traces) as one timeline on the
-    job's aligned clock. Returns the output path."""
+    job's aligned clock. ``steps``, ``exclude_last_step`` and
+    ``time_window`` (one trace only) export the part that ``analyze`` reads
+    with the same options, e.g. a few steps of a long recording as a small
+    ``.gst``. Returns the output path."""
     out = os.fspath(output)
     args = ["export", *_paths(path), "-o", out, "--format", format]
     if not compress:
         args.append("--no-compress")
+    s = _steps_text(steps)
+    if s is not None:
+        args += ["--steps", s]
+    if exclude_last_step:
+        args.append("--exclude-last-step")
+    if time_window is not None:
+        if not isinstance(time_window, str):
+            raise GapscopeError(f"time_window={time_window!r}: write it as a string START..END, e.g. '2.5s..4s'")
+        args += ["--time-window", time_window]
     _run(args)
     return out

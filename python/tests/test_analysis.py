@@ -296,3 +296,14 @@ def test_report_and_export_are_the_clis_files(traces, cli, tmp_path):
         assert open(out, "rb").read() == (tmp_path / f"cli.{fmt}").read_bytes(), fmt
     # The capture reads back as the same analysis.
     assert gapscope.analyze(tmp_path / "x.gst").summary["devices"] == gapscope.analyze(p).summary["devices"]
+    # A part of a trace with steps (the ROCm one has two): what analyze reads
+    # with the same options, as the CLI writes it.
+    q = traces / SHARED[2]
+    steps = gapscope.analyze(q).summary["window"]["steps_selected"]
+    assert len(steps) == 2
+    part = gapscope.export(q, tmp_path / "part.gst", format="gst", steps=steps[-1])
+    subprocess.run([cli, "export", str(q), "-o", str(tmp_path / "cli-part.gst"), "--format", "gst", "--quiet",
+                    "--steps", f"{steps[-1]}..{steps[-1]}"], check=True)
+    assert open(part, "rb").read() == (tmp_path / "cli-part.gst").read_bytes()
+    assert gapscope.analyze(part).summary["devices"] == gapscope.analyze(q, steps=steps[-1]).summary["devices"]
+    assert gapscope.analyze(part).summary["devices"] != gapscope.analyze(q).summary["devices"]

@@ -1,6 +1,7 @@
 """Bad input raises GapscopeError with the command line's one-line message."""
 
 import gzip
+import os
 import subprocess
 
 import pytest
@@ -108,3 +109,8 @@ def test_report_and_export_errors_are_the_clis(tmp_path):
         gapscope.report(tmp_path / "nope.json", tmp_path / "r.html")
     with pytest.raises(GapscopeError, match=r"invalid value 'svg'"):
         gapscope.export(tmp_path / "nope.json", tmp_path / "x", format="svg")
+    demo = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "demo", "demo.pt.trace.json.gz")
+    with pytest.raises(GapscopeError, match=r"--steps 40\.\.41 selects no step \(its steps are ProfilerStep#10 to #14\)"):
+        gapscope.export(demo, tmp_path / "x.gst", format="gst", steps=(40, 41))
+    with pytest.raises(GapscopeError, match=r"time_window=5: write it as a string"):
+        gapscope.export(demo, tmp_path / "x.gst", format="gst", time_window=5)
