@@ -163,6 +163,22 @@ void on_exit(const at::RecordFunction&, at::ObserverContext* c) {
   }
 }
 
+// Runs `f`, turning a C++ exception into -1 with its message in g_error
+// (gs_last_error): none may cross into Rust.
+template <typename F>
+int guarded(F&& f) {
+  try {
+    f();
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return -1;
+  } catch (...) {
+    g_error = "unknown C++ exception";
+    return -1;
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -295,56 +311,33 @@ int gs_set_allow_tf32(int allow) {
 // it loaded, every operator would fail, so it is refused here (-2).
 // Returns 0, -1 when libtorch refused (the reason in gs_last_error), or -2.
 int gs_nvtx_start(int record_shapes) {
-  try {
-    if (!torch::profiler::impl::cudaStubs()->enabled()) {
-      g_error = "libtorch_cuda is not loaded, so libtorch cannot emit NVTX ranges";
-      return -2;
-    }
+  if (!torch::profiler::impl::cudaStubs()->enabled()) {
+    g_error = "libtorch_cuda is not loaded, so libtorch cannot emit NVTX ranges";
+    return -2;
+  }
+  return guarded([&] {
     torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::NVTX,
                                                  record_shapes != 0);
     torch::autograd::profiler::enableProfiler(config, {});
-    return 0;
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return -1;
-  } catch (...) {
-    g_error = "unknown C++ exception";
-    return -1;
-  }
+  });
 }
 
 // Turns the NVTX profiler state off again. Returns 0, or -1.
 int gs_nvtx_stop() {
-  try {
-    torch::autograd::profiler::disableProfiler();
-    return 0;
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return -1;
-  } catch (...) {
-    g_error = "unknown C++ exception";
-    return -1;
-  }
+  return guarded([] { torch::autograd::profiler::disableProfiler(); });
 }
 
 // Pushes (name non-null) or pops (null) one NVTX range on the calling
 // thread: the `ProfilerStep#N` around each timed iteration. Returns 0, or -1.
 int gs_nvtx_range(const char* name) {
-  try {
+  return guarded([&] {
     const auto* stubs = torch::profiler::impl::cudaStubs();
     if (name != nullptr) {
       stubs->rangePush(name);
     } else {
       stubs->rangePop();
     }
-    return 0;
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return -1;
-  } catch (...) {
-    g_error = "unknown C++ exception";
-    return -1;
-  }
+  });
 }
 
 // The reason for the calling thread's last -1 (empty when none).
