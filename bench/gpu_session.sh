@@ -15,7 +15,7 @@
 #     bench      gapscope bench on CUDA (needs BIN/gapscope-torch): every
 #                model, train and eval, under `record` with --nvtx, and the
 #                table of GPU active / data movement / idle
-#                (bench/gpu_table2.py), then resnet50 eval --bs-sweep
+#                (bench/gpu_table2.py), then resnet50 eval --bs-sweep --until-oom
 # env: LIMIT seconds for the whole session (default 420): a stage that
 #      would start past LIMIT minus its own estimate is skipped, and says so.
 # Writes OUTDIR/session.log and one OUTDIR/<stage>.tar.gz per stage (logs,
@@ -103,7 +103,7 @@ if want bench && [ -x "$BIN/gapscope-torch" ] && stage bench 150; then
   if stage "bench --bs-sweep" 60; then
     lib="$("$PY" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
     LD_LIBRARY_PATH="$lib" OMP_NUM_THREADS=8 timeout -k 5 "$(( $(left) - 10 ))" "$BIN/gapscope-torch" bench resnet50 \
-      --device cuda --mode eval --bs-sweep --iters 5 --warmup 2 -o "$W/bench/resnet50.eval.sweep.jsonl"
+      --device cuda --mode eval --bs-sweep --until-oom --iters 3 --warmup 1 -o "$W/bench/resnet50.eval.sweep.jsonl"
     echo "### bench --bs-sweep exit $?"
   fi
 fi

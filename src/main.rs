@@ -26,11 +26,22 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
-        // `gapscope bench` reports a bad flag in one line (clap's first).
+        // `gapscope bench` reports a bad flag in one line: clap's first
+        // paragraph, its lines joined (a missing flag is named on the line
+        // after "the following required arguments were not provided:").
         Err(e) if cli::is_bench_usage_error(&e) => {
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let para: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let first = if para.is_empty() {
+                "bad arguments".to_string()
+            } else {
+                para.join(" ")
+            };
+            let first = first.strip_prefix("error: ").unwrap_or(&first);
             let _ = writeln!(
                 io::stderr().lock(),
                 "gapscope bench: {first} (see gapscope bench --help)"

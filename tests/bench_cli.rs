@@ -65,6 +65,14 @@ mod with_torch {
     }
 
     #[test]
+    fn until_oom_needs_a_sweep() {
+        one_line_error(
+            &bench(&["resnet18", "--until-oom"]),
+            "the following required arguments were not provided: --bs-sweep",
+        );
+    }
+
+    #[test]
     fn nvtx_on_the_cpu_is_one_line() {
         one_line_error(&bench(&["resnet18", "--nvtx"]), "--nvtx needs --device cuda");
     }

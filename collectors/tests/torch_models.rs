@@ -265,3 +265,55 @@ fn nvtx_ranges_without_libtorch_cuda_fail_the_run_with_the_reason() {
     );
     assert_eq!(plain.record.status, "ok");
 }
+
+#[test]
+fn the_batch_sweep_doubles_until_its_rule_says_stop() {
+    let _g = lock();
+    let cfg = RunConfig {
+        mode: Mode::Eval,
+        device: Device::Cpu,
+        batch_size: Some(1),
+        precision: Precision::Fp32,
+        iters: 2,
+        warmup: 1,
+        small: true,
+        profile: false,
+        nvtx: false,
+    };
+    let model = Source::Builtin(models::find("mobilenet_v2").unwrap());
+    let batches = |runs: &[runner::RunOutput]| -> Vec<i64> {
+        runs.iter()
+            .map(|r| {
+                serde_json::to_value(&r.record).unwrap()["config"]["batch_size"]
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    // Until a failure: every doubling up to the largest allowed, whatever
+    // the throughput did.
+    let all = runner::sweep(&model, &cfg, 8, runner::SweepUntil::Failure);
+    assert_eq!(batches(&all), [1, 2, 4, 8]);
+    assert!(all.iter().all(|r| r.record.status == "ok"));
+    // TorchBench's rule stops at the first run without 1% more throughput
+    // than the best before it (or at the largest batch): a prefix of the
+    // same doublings, each run but the last one gaining.
+    let gain = runner::sweep(&model, &cfg, 8, runner::SweepUntil::NoGain);
+    let b = batches(&gain);
+    assert!(!b.is_empty() && b == [1, 2, 4, 8][..b.len()], "{b:?}");
+    let tput: Vec<f64> = gain.iter().map(|r| r.record.throughput_per_s.unwrap()).collect();
+    for i in 1..tput.len() - 1 {
+        let best = tput[..i].iter().cloned().fold(0.0, f64::max);
+        assert!(
+            tput[i] >= best * 1.01,
+            "run {i} gained less than 1% yet the sweep went on: {tput:?}"
+        );
+    }
+    if b.len() < 4 {
+        let best = tput[..tput.len() - 1].iter().cloned().fold(0.0, f64::max);
+        assert!(
+            *tput.last().unwrap() < best * 1.01,
+            "stopped early without a reason: {tput:?}"
+        );
+    }
+}

@@ -79,6 +79,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub bs_sweep: bool,
 
+    /// With --bs-sweep: keep doubling until a run fails (out of memory),
+    /// whatever the throughput does, to find the largest batch that fits.
+    #[arg(long, requires = "bs_sweep")]
+    pub until_oom: bool,
+
     /// Record every operator of the timed iterations into this file (one
     /// model only): a gapscope capture when it ends in `.gst`, else a
     /// Kineto-style Chrome trace.

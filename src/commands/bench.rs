@@ -100,7 +100,12 @@ mod with_torch {
         let mut failed = false;
         for source in &sources {
             let runs = if args.bs_sweep {
-                runner::sweep(source, &cfg, MAX_SWEEP_BATCH)
+                let until = if args.until_oom {
+                    runner::SweepUntil::Failure
+                } else {
+                    runner::SweepUntil::NoGain
+                };
+                runner::sweep(source, &cfg, MAX_SWEEP_BATCH, until)
             } else {
                 vec![runner::run(source, &cfg)]
             };

@@ -323,11 +323,21 @@ pub fn is_oom(record: &BenchRecord) -> bool {
     })
 }
 
+/// When [`sweep`] stops doubling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SweepUntil {
+    /// TorchBench's rule: a failed run (out of memory) or less than 1%
+    /// more throughput than the best so far.
+    NoGain,
+    /// Only a failed run: finds the largest batch that fits, whatever the
+    /// throughput does.
+    Failure,
+}
+
 /// TorchBench's batch-size sweep: double the batch size from the starting
-/// one until the run fails (out of memory) or throughput stops growing
-/// (less than 1% gain), or `max_batch` is passed. Returns every run, the
-/// failing or no-gain one included.
-pub fn sweep(source: &Source, cfg: &RunConfig, max_batch: i64) -> Vec<RunOutput> {
+/// one until `until` says stop, or `max_batch` is passed. Returns every
+/// run, the failing or no-gain one included.
+pub fn sweep(source: &Source, cfg: &RunConfig, max_batch: i64, until: SweepUntil) -> Vec<RunOutput> {
     let mut out = Vec::new();
     let mut bs = batch_size_of(source, cfg);
     let mut best = 0.0f64;
@@ -338,7 +348,8 @@ pub fn sweep(source: &Source, cfg: &RunConfig, max_batch: i64) -> Vec<RunOutput>
         };
         let r = run(source, &c);
         let tput = r.record.throughput_per_s;
-        let done = r.record.status != "ok" || tput.is_none_or(|t| t < best * 1.01) || bs * 2 > max_batch;
+        let no_gain = until == SweepUntil::NoGain && tput.is_none_or(|t| t < best * 1.01);
+        let done = r.record.status != "ok" || no_gain || bs * 2 > max_batch;
         best = best.max(tput.unwrap_or(0.0));
         out.push(r);
         if done {
