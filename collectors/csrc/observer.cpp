@@ -289,6 +289,20 @@ int gs_device_reset_peak(int device_type, int index) {
   }
 }
 
+// Returns the cached free blocks of `device_type`'s caching allocator to the
+// driver (PyTorch's torch.cuda.empty_cache()). Returns 0, or -1 when that
+// backend is not loaded.
+int gs_device_empty_cache(int device_type) {
+  try {
+    auto* a = c10::getDeviceAllocator(c10::DeviceType(device_type));
+    if (a == nullptr || !a->initialized()) return -1;
+    a->emptyCache();
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
 // Allows (1) or forbids (0) TF32 in cuBLAS matmuls and cuDNN convolutions
 // (PyTorch's torch.backends.{cuda.matmul,cudnn}.allow_tf32). Returns 0, or
 // -1 when libtorch refused.

@@ -65,6 +65,7 @@ extern "C" {
     fn gs_set_allow_tf32(allow: i32) -> i32;
     fn gs_device_peak_allocated(device_type: i32, index: i32) -> i64;
     fn gs_device_reset_peak(device_type: i32, index: i32) -> i32;
+    fn gs_device_empty_cache(device_type: i32) -> i32;
 }
 
 /// c10::DeviceType::CUDA.
@@ -110,6 +111,15 @@ pub fn cuda_peak_allocated(index: usize) -> Option<u64> {
     // SAFETY: the shim catches every C++ exception.
     let v = unsafe { gs_device_peak_allocated(CUDA_DEVICE_TYPE, index as i32) };
     u64::try_from(v).ok()
+}
+
+/// Hands the CUDA caching allocator's free blocks back to the driver (as
+/// `torch.cuda.empty_cache()`), so a run starts with none of the previous
+/// run's cache, and a run that ran out of memory leaves no fragments behind.
+/// Does nothing when CUDA is not loaded.
+pub fn release_cuda_cache() {
+    // SAFETY: the shim catches every C++ exception.
+    unsafe { gs_device_empty_cache(CUDA_DEVICE_TYPE) };
 }
 
 /// Resets the peak of [`cuda_peak_allocated`].

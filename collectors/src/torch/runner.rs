@@ -232,6 +232,9 @@ pub fn run(source: &Source, cfg: &RunConfig) -> RunOutput {
     super::set_allow_tf32(cfg.precision == Precision::Tf32);
     reset_peak_rss();
     if let Some(i) = cuda_index {
+        // As TorchBench between models: the previous run's cached blocks
+        // (all of them, after an out-of-memory run) go back first.
+        super::release_cuda_cache();
         super::reset_cuda_peak(i);
     }
     let mut ops = Vec::new();
