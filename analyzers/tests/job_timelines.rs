@@ -61,6 +61,7 @@ fn rank(rank: i64, origin: i64, step_end: i64, calls: &[Call]) -> RankSummary {
                 }
             })
             .collect(),
+        gloo_collectives: 0,
         analysis: None,
     }
 }

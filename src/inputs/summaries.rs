@@ -215,6 +215,12 @@ fn read_one(dir: &Path, stem: &str) -> Result<RankSummary> {
         window: (m.i64("window_start_ns")?, m.i64("window_end_ns")?),
         steps,
         collectives: calls,
+        // Summaries written before this column count none.
+        gloo_collectives: if m.0.contains_key("gloo_collectives") {
+            m.i64("gloo_collectives")? as u64
+        } else {
+            0
+        },
         analysis: None,
     })
 }

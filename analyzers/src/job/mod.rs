@@ -346,11 +346,25 @@ pub fn analyze_job_timeline(ranks: &[RankSummary], opts: &JobOptions) -> (JobAna
     let mut warnings = Vec::new();
     for a in &alignment.ranks {
         if a.offset_ns.is_none() && ranks.len() > 1 {
-            warnings.push(format!(
-                "rank {}: none of its collectives matches another rank's, so its clock cannot be aligned; it is left \
-                 out of the cross-rank analysis",
-                a.rank
-            ));
+            let summary = ranks.iter().find(|r| r.rank == a.rank);
+            let gloo = summary
+                .filter(|r| r.collectives.is_empty())
+                .map_or(0, |r| r.gloo_collectives);
+            warnings.push(if gloo > 0 {
+                format!(
+                    "rank {}: its {gloo} collective{} ran through gloo on the CPU (`gloo:*`), and the job analysis \
+                     matches only GPU collective kernels (NCCL, RCCL) across ranks, so its clock cannot be aligned; it \
+                     is left out of the cross-rank analysis",
+                    a.rank,
+                    if gloo == 1 { "" } else { "s" }
+                )
+            } else {
+                format!(
+                    "rank {}: none of its collectives matches another rank's, so its clock cannot be aligned; it is \
+                     left out of the cross-rank analysis",
+                    a.rank
+                )
+            });
         }
     }
     if !missing_ranks.is_empty() {

@@ -63,6 +63,12 @@ pub struct RankSummary {
     pub steps: Vec<RankStep>,
     /// The device's collective kernels, by start.
     pub collectives: Vec<CollectiveCall>,
+    /// Collectives the rank ran through gloo on the CPU (`gloo:all_reduce`
+    /// and other `gloo:*` ranges in the window). They are not matched
+    /// across ranks: only GPU collective kernels are, so a job whose ranks
+    /// talk through gloo alone cannot have its clocks aligned, and says so.
+    #[serde(default)]
+    pub gloo_collectives: u64,
     /// The rank's own analysis (every device), for per-rank views; left
     /// out of summaries written for a distributed reduce.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -203,6 +209,7 @@ pub fn summarize(session: &Session, rank: Option<i64>) -> RankSummary {
         window: win.span,
         steps: Vec::new(),
         collectives: Vec::new(),
+        gloo_collectives: gloo_ranges(selected),
         analysis: None,
     };
     let Some(d) = device.and_then(|device| session.device(device)) else {
@@ -306,6 +313,21 @@ fn collective_rows<'t>(trace: &'t Trace, comm: &[bool]) -> Vec<RawCall<'t>> {
             }
         })
         .collect()
+}
+
+/// How many CPU ranges of `trace` are gloo collectives (`gloo:*`: PyTorch
+/// names the work of its gloo backend `gloo:all_reduce`, `gloo:broadcast`,
+/// ... on the thread that runs it).
+fn gloo_ranges(trace: &Trace) -> u64 {
+    let gloo: Vec<bool> = trace
+        .strings
+        .iter()
+        .map(|(_, s)| s.starts_with("gloo:"))
+        .collect();
+    if !gloo.contains(&true) {
+        return 0;
+    }
+    trace.cpu_ops.name.iter().filter(|n| gloo[n.0 as usize]).count() as u64
 }
 
 /// The device with the most collectives, else the first active one.
@@ -453,7 +475,7 @@ mod tests {
     use super::*;
     use crate::analyze;
     use crate::window::WindowOptions;
-    use gapscope_collectors::trace::Sketch;
+    use gapscope_collectors::trace::{CopyKind, CpuOpKind, Sketch};
 
     /// ```text
     /// µs        0    10   20   30   40   50   60   70   80
@@ -473,6 +495,58 @@ mod tests {
             .kernel(7, 48, 58, 3)
             .nccl(9, 60, 75)
             .finish()
+    }
+
+    /// DDP over gloo with CUDA tensors, one rank of two: the all-reduce is
+    /// CPU work on gloo's thread around two copies, no collective kernel.
+    /// ```text
+    /// µs        0    10   20   30   40
+    /// thread 1  [ProfilerStep#1..............]
+    ///           [L1]     [L2]      [L3]
+    /// thread 2         [gloo:all_reduce.]
+    /// stream 7    [k1...] [d2h]    [h2d]
+    /// ```
+    fn gloo_rank(rank: i64) -> RankSummary {
+        let mut t = Sketch::in_units(1_000)
+            .step(1, 0, 40)
+            .call(0, 2, "cudaLaunchKernel", 1)
+            .call(12, 14, "cudaMemcpyAsync", 2)
+            .call(28, 30, "cudaMemcpyAsync", 3)
+            .kernel(7, 2, 10, 1)
+            .copy(7, 14, 18, 2, CopyKind::DtoH)
+            .copy(7, 30, 34, 3, CopyKind::HtoD)
+            .on_thread(1, 2)
+            .op_as(10, 28, "gloo:all_reduce", CpuOpKind::UserAnnotation)
+            .finish();
+        t.meta.rank = Some(rank);
+        t.meta.world_size = Some(2);
+        summarize_selected(&t, &AnalyzeOptions::default(), None)
+    }
+
+    #[test]
+    fn a_job_over_gloo_says_why_its_ranks_cannot_be_aligned() {
+        let ranks = [gloo_rank(0), gloo_rank(1)];
+        assert!(ranks
+            .iter()
+            .all(|r| r.collectives.is_empty() && r.gloo_collectives == 1));
+        let job = super::super::analyze_job(&ranks, &Default::default());
+        for r in 0..2 {
+            assert!(
+                job.warnings.contains(&format!(
+                    "rank {r}: its 1 collective ran through gloo on the CPU (`gloo:*`), and the job analysis \
+                     matches only GPU collective kernels (NCCL, RCCL) across ranks, so its clock cannot be aligned; \
+                     it is left out of the cross-rank analysis"
+                )),
+                "{:?}",
+                job.warnings
+            );
+        }
+        // A rank with collective kernels counts its gloo ranges too, but is
+        // matched by its kernels.
+        assert_eq!(
+            summarize_selected(&two_steps(), &AnalyzeOptions::default(), None).gloo_collectives,
+            0
+        );
     }
 
     #[test]
