@@ -14,7 +14,8 @@ use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::window::{self, parse_time_window, TimeRange};
 use gapscope_analyzers::Session;
 use gapscope_collectors::capture;
-use gapscope_collectors::kineto::ImportOptions;
+use gapscope_collectors::kineto::{ImportOptions, ReadLimits};
+use gapscope_collectors::open::ReadOptions;
 use gapscope_collectors::trace::Trace;
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
@@ -46,9 +47,8 @@ pub fn run(args: &ExportArgs) -> Result<Exit> {
         run_parquet(args, &import, time)?;
         return Ok(Exit::OK);
     }
-    let trace = load(&args.traces[0], &import)?;
+    let trace = load_selected(args, &import, time)?;
     inputs::after_import();
-    let trace = selected(args, trace, time)?;
     // The whole trace, analysed once: the timeline draws its idle segments,
     // counters and findings.
     let session = Session::new(&trace, &AnalyzeOptions::default());
@@ -149,18 +149,56 @@ pub fn run(args: &ExportArgs) -> Result<Exit> {
     Ok(Exit::OK)
 }
 
+/// Reads the one trace and keeps what --steps, --exclude-last-step and
+/// --time-window select ([`selected`]). With a time window it is read as
+/// `gapscope analyze --time-window` reads it: the rows outside the window
+/// are dropped while the file is read (a slice of a trace too big to read
+/// whole), and a file cut short gives the rows before the cut, with a
+/// warning.
+fn load_selected(
+    args: &ExportArgs,
+    import: &ImportOptions,
+    time: Option<(&str, TimeRange)>,
+) -> Result<Trace> {
+    let path = &args.traces[0];
+    let Some((text, t)) = time else {
+        return selected(args, load(path, import)?, None, None);
+    };
+    let read = ReadOptions {
+        import: import.clone(),
+        limits: ReadLimits {
+            max_events: None,
+            time_window: Some(t),
+        },
+    };
+    let imported = inputs::load_partial(path, &read)?;
+    let name = path.display().to_string();
+    if !args.quiet {
+        inputs::warn_incomplete(&name, &imported);
+    }
+    // The importer's extent covers the rows it left out too.
+    let extent = imported.extent.unwrap_or((0, 0));
+    selected(args, imported.trace, Some((text, t)), Some(extent))
+}
+
 /// The part of `trace` that --steps, --exclude-last-step and --time-window
 /// select, as `gapscope analyze` reads it (`window::select_in`); the whole
 /// trace without them. A selection with nothing in it is an error, not an
 /// empty file.
-fn selected(args: &ExportArgs, trace: Trace, time: Option<(&str, TimeRange)>) -> Result<Trace> {
+fn selected(
+    args: &ExportArgs,
+    trace: Trace,
+    time: Option<(&str, TimeRange)>,
+    extent: Option<(i64, i64)>,
+) -> Result<Trace> {
     let opts = args.window.options();
     if time.is_none() && opts.steps.is_none() && !opts.exclude_last_step {
         return Ok(trace);
     }
     let name = args.traces[0].display().to_string();
     if let Some((text, t)) = time {
-        inputs::check_window(&name, &trace, &opts, text, t, window::event_extent(&trace))?;
+        let extent = extent.unwrap_or_else(|| window::event_extent(&trace));
+        inputs::check_window(&name, &trace, &opts, text, t, extent)?;
     }
     if let Some((a, b)) = opts.steps {
         let steps = window::steps(&trace);
@@ -187,8 +225,7 @@ fn run_parquet(args: &ExportArgs, import: &ImportOptions, time: Option<(&str, Ti
     use crate::export::parquet;
     let dir = &args.output;
     parquet_dir(dir)?;
-    let trace = load(&args.traces[0], import)?;
-    let trace = selected(args, trace, time)?;
+    let trace = load_selected(args, import, time)?;
     let opts = parquet::Options {
         compress: !args.no_compress,
         ..Default::default()
