@@ -303,6 +303,25 @@ fn is_profiler_bookkeeping(name: &str) -> bool {
     name == "Record Window End" || name.starts_with("Iteration Start: ")
 }
 
+/// The steps `--exclude-last-step` leaves (all of them without it, or with
+/// fewer than two steps), among which `--steps` chooses.
+fn candidates<'s>(all: &'s [Step], opts: &WindowOptions) -> &'s [Step] {
+    if opts.exclude_last_step && all.len() >= 2 {
+        &all[..all.len() - 1]
+    } else {
+        all
+    }
+}
+
+/// The steps of `all` (from [`steps`]) that `opts` selects, in time order;
+/// empty when `--steps` names none of the trace's.
+pub fn selected_steps<'s>(all: &'s [Step], opts: &WindowOptions) -> Vec<&'s Step> {
+    candidates(all, opts)
+        .iter()
+        .filter(|s| opts.steps.is_none_or(|(a, b)| s.number >= a && s.number <= b))
+        .collect()
+}
+
 /// The CPU-time range `[lo, hi)` whose rows a selection keeps, or `None`
 /// when the options keep everything.
 ///
@@ -312,10 +331,7 @@ fn is_profiler_bookkeeping(name: &str) -> bool {
 /// first, and the selection ends where the step after the last selected one
 /// begins (so CPU work between two steps stays with the earlier step).
 fn cpu_range(all: &[Step], opts: &WindowOptions) -> Option<Span> {
-    let mut kept: &[Step] = all;
-    if opts.exclude_last_step && all.len() >= 2 {
-        kept = &all[..all.len() - 1];
-    }
+    let kept = candidates(all, opts);
     if let Some((a, b)) = opts.steps {
         let first = kept.iter().position(|s| s.number >= a && s.number <= b);
         let last = kept.iter().rposition(|s| s.number >= a && s.number <= b);
@@ -335,15 +351,7 @@ fn cpu_range(all: &[Step], opts: &WindowOptions) -> Option<Span> {
 fn time_selection(all: &[Step], opts: &WindowOptions, time: TimeRange) -> Result<Span, TimeWindowError> {
     let (mut lo, mut hi) = time.span();
     if opts.steps.is_some() || (opts.exclude_last_step && all.len() >= 2) {
-        let kept = if opts.exclude_last_step && all.len() >= 2 {
-            &all[..all.len() - 1]
-        } else {
-            all
-        };
-        let chosen: Vec<&Step> = kept
-            .iter()
-            .filter(|s| opts.steps.is_none_or(|(a, b)| s.number >= a && s.number <= b))
-            .collect();
+        let chosen = selected_steps(all, opts);
         let (Some(first), Some(last)) = (chosen.first(), chosen.last()) else {
             return Err(TimeWindowError::NoSteps);
         };

@@ -14,7 +14,7 @@ use crate::render;
 use anyhow::Result;
 use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::analyze;
-use gapscope_analyzers::window::{self, parse_time_window};
+use gapscope_analyzers::window;
 use gapscope_collectors::capture;
 use gapscope_collectors::kineto::{ImportOptions, ReadLimits};
 use gapscope_collectors::open::ReadOptions;
@@ -27,13 +27,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<Exit> {
         progress: !args.quiet && io::stderr().is_terminal(),
     };
     // A bad window is reported before any trace is read.
-    let time = match &args.time_window {
-        Some(text) => Some((
-            text.as_str(),
-            parse_time_window(text).map_err(|e| anyhow::anyhow!("--time-window {text}: {e}"))?,
-        )),
-        None => None,
-    };
+    let time = inputs::time_window(args.time_window.as_deref())?;
     let options = AnalyzeOptions {
         window: args.window.options(),
         time_window: time.map(|(_, t)| t),

@@ -11,7 +11,7 @@ use crate::inputs::batch::{self, LoadOptions};
 use crate::inputs::{self, load};
 use anyhow::{Context, Result};
 use gapscope_analyzers::analysis::AnalyzeOptions;
-use gapscope_analyzers::window::{self, parse_time_window, TimeRange};
+use gapscope_analyzers::window::{self, TimeRange, WindowOptions};
 use gapscope_analyzers::Session;
 use gapscope_collectors::capture;
 use gapscope_collectors::kineto::{ImportOptions, ReadLimits};
@@ -27,13 +27,7 @@ pub fn run(args: &ExportArgs) -> Result<Exit> {
         progress: !args.quiet && io::stderr().is_terminal(),
     };
     // A bad window is reported before any trace is read.
-    let time = match &args.time_window {
-        Some(text) => Some((
-            text.as_str(),
-            parse_time_window(text).map_err(|e| anyhow::anyhow!("--time-window {text}: {e}"))?,
-        )),
-        None => None,
-    };
+    let time = inputs::time_window(args.time_window.as_deref())?;
     if batch::is_batch(&args.traces) {
         if time.is_some() || args.window.steps.is_some() || args.window.exclude_last_step {
             anyhow::bail!(
@@ -201,14 +195,10 @@ fn selected(
         inputs::check_window(&name, &trace, &opts, text, t, extent)?;
     }
     if let Some((a, b)) = opts.steps {
-        let steps = window::steps(&trace);
-        let kept = if opts.exclude_last_step && steps.len() >= 2 {
-            &steps[..steps.len() - 1]
-        } else {
-            &steps[..]
-        };
-        if !kept.iter().any(|s| s.number >= a && s.number <= b) {
-            let have = match (kept.first(), kept.last()) {
+        let all = window::steps(&trace);
+        if window::selected_steps(&all, &opts).is_empty() {
+            let candidates = window::selected_steps(&all, &WindowOptions { steps: None, ..opts });
+            let have = match (candidates.first(), candidates.last()) {
                 (Some(f), Some(l)) => format!("its steps are ProfilerStep#{} to #{}", f.number, l.number),
                 _ => "it has no ProfilerStep#N range".to_string(),
             };

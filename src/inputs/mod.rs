@@ -96,6 +96,17 @@ pub fn check_window(
     window::check_time_window(trace, steps, t, extent).map_err(|e| anyhow::anyhow!(e.message(name, text)))
 }
 
+/// `--time-window TEXT` parsed, with its text kept for messages; `None`
+/// without the flag. A bad window is one line, before any trace is read.
+pub fn time_window(text: Option<&str>) -> Result<Option<(&str, TimeRange)>> {
+    text.map(|t| {
+        window::parse_time_window(t)
+            .map(|w| (t, w))
+            .map_err(|e| anyhow::anyhow!("--time-window {t}: {e}"))
+    })
+    .transpose()
+}
+
 /// One warning line on stderr.
 pub fn warn(msg: &str) {
     let _ = writeln!(io::stderr().lock(), "gapscope: warning: {msg}");
