@@ -31,12 +31,21 @@ pub fn run(args: &RecordArgs) -> Result<Exit> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(if args.per_process { "run" } else { "run.gst" }));
-    // A bad -o is said before the program runs, not after.
-    if args.per_process && output.exists() && !output.is_dir() {
-        bail!(
-            "{}: not a directory; --per-process writes one capture per process into the -o directory",
-            output.display()
-        );
+    // A bad -o is said before the program runs, not after it: the
+    // directory for --per-process is made now.
+    if args.per_process {
+        if output.exists() && !output.is_dir() {
+            bail!(
+                "{}: not a directory; --per-process writes one capture per process into the -o directory",
+                output.display()
+            );
+        }
+        std::fs::create_dir_all(&output).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot create the directory for the captures ({e}); name one that can be made and written",
+                output.display()
+            )
+        })?;
     }
     let opts = RecordOptions {
         nvtx: !args.no_nvtx,
@@ -147,21 +156,20 @@ pub fn run(args: &RecordArgs) -> Result<Exit> {
     Ok(Exit(child_code))
 }
 
-/// `--per-process`: each readable capture copied into `dir` as
+/// `--per-process`: each readable capture copied into `dir` (made before the
+/// program ran) as
 /// `rank-<R>.gst` (the RANK its process had at exit, when every capture has
 /// a different one) or `pid-<P>.gst`. Returns the file names written.
 fn write_each(found: &Found, dir: &Path) -> Result<Vec<String>> {
-    std::fs::create_dir_all(dir).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: cannot create the directory for the captures ({e}); its parent must exist and be writable",
-            dir.display()
-        )
-    })?;
     let mut parts = Vec::new();
     for (pid, path) in &found.captures {
-        // Unreadable ones were reported by the merge and are left out.
-        if let Ok(t) = capture::read_file(path) {
-            parts.push((*pid, path, t.meta.rank));
+        // Only the metadata is read; unreadable captures were reported by
+        // the merge and are left out.
+        let info = std::fs::read(path)
+            .ok()
+            .and_then(|b| capture::info(&b, &path.display().to_string()).ok());
+        if let Some(info) = info {
+            parts.push((*pid, path, info.rank));
         }
     }
     let mut ranks: Vec<i64> = parts.iter().filter_map(|p| p.2).collect();

@@ -195,6 +195,8 @@ pub struct CaptureInfo {
     pub recorded_format: String,
     /// The program that wrote the file (`gapscope 0.1.0`).
     pub writer: String,
+    /// The distributed rank the trace was recorded as, when known.
+    pub rank: Option<i64>,
 }
 
 /// Reads a capture's header and metadata (cheap: no table is decoded).
@@ -207,5 +209,6 @@ pub fn info(bytes: &[u8], source_name: &str) -> Result<CaptureInfo, CaptureError
         recorded_from: m.source,
         recorded_format: m.format,
         writer: m.writer,
+        rank: m.rank,
     })
 }
