@@ -494,5 +494,18 @@ fn per_process_keeps_each_rank_and_analyze_reads_them_as_one_job() {
         !text(&out.stdout).contains("InitializeInjection"),
         "the program did not run"
     );
+    // A directory that cannot be made (under a file): also before it runs.
+    let out = run(&["--per-process", "-o", "afile/job"], "ranks");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("afile/job: cannot create the directory for the captures"),
+        "{err}"
+    );
+    assert!(
+        !text(&out.stdout).contains("InitializeInjection"),
+        "the program did not run"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
