@@ -153,6 +153,13 @@ fn selections_that_cannot_be_exported_are_one_line() {
         &["export", d, d, "--steps", "10..11", "-o", o],
         "give one trace, not the ranks of a job",
     );
+    // An output that cannot be created is named as the user gave it.
+    let missing = dir.path().join("no-such-dir/x.gst");
+    let m = missing.to_str().unwrap();
+    one_line(
+        &["export", d, "--format", "gst", "-o", m],
+        &format!("{m}: cannot create"),
+    );
 }
 
 #[test]

@@ -57,7 +57,7 @@ pub fn run(args: &ExportArgs) -> Result<Exit> {
     } else {
         tmp_path(&args.output)
     };
-    let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    let file = create(&tmp, &args.output)?;
     let out = BufWriter::with_capacity(1 << 20, file);
     let (summary, stats) = match args.format {
         ExportFormat::Perfetto => {
@@ -293,7 +293,7 @@ fn run_job(args: &ExportArgs) -> Result<()> {
         return run_job_parquet(args, job);
     }
     let tmp = tmp_path(&args.output);
-    let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    let file = create(&tmp, &args.output)?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let opts = perfetto::Options {
         compression: (!args.no_compress).then_some(perfetto::DEFAULT_COMPRESSION),
@@ -404,6 +404,12 @@ struct GstStats {
     strings: usize,
     /// Size of the capture.
     bytes: u64,
+}
+
+/// Creates `tmp`, the file `out` is written through; an error names `out`,
+/// the file the user asked for.
+fn create(tmp: &Path, out: &Path) -> Result<File> {
+    File::create(tmp).with_context(|| format!("{}: cannot create", out.display()))
 }
 
 fn tmp_path(out: &Path) -> PathBuf {
