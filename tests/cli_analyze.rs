@@ -307,3 +307,14 @@ fn demo_text_lists_findings_with_hints() {
         assert!(out.contains(needle), "`{needle}` not in:\n{out}");
     }
 }
+
+/// A step selection that keeps nothing says so; it does not blame the way
+/// the trace was recorded (it has GPU activity, just not in that window).
+#[test]
+fn an_empty_step_selection_is_not_called_a_trace_without_gpu_activity() {
+    let demo = repo().join("fixtures/demo/demo.pt.trace.json.gz");
+    let r = gapscope(["analyze", "--steps", "40..41", demo.to_str().unwrap()]).expect_code(0);
+    assert!(r.stdout.contains("window: empty"), "{}", r.stdout);
+    assert!(r.stdout.contains("--steps selected no step"), "{}", r.stdout);
+    assert!(!r.stdout.contains("ProfilerActivity.CUDA"), "{}", r.stdout);
+}

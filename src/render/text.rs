@@ -42,6 +42,14 @@ fn trace_section(out: &mut dyn Write, r: &Analysed) -> io::Result<()> {
     window_line(out, a)?;
     if a.devices.is_empty() {
         writeln!(out)?;
+        // An empty selection says nothing of how the trace was recorded.
+        if a.window.basis == "empty" {
+            return writeln!(
+                out,
+                "nothing to analyse in {}: --steps selected no step; choose the N of ProfilerStep#N ranges it has",
+                r.name
+            );
+        }
         return writeln!(
             out,
             "no GPU activity found in {}: was the profiler run with ProfilerActivity.CUDA?",

@@ -409,7 +409,9 @@ fn headline(a: &Analysis, top_finding: Option<FindingRow>) -> Headline {
         share_of_idle: percent(by_cause.get(c), idle),
         meaning: c.meaning().to_string(),
     });
-    let summary = if n == 0 {
+    let summary = if n == 0 && a.window.basis == "empty" {
+        "Nothing to analyse: the step selection kept no step of this trace.".to_string()
+    } else if n == 0 {
         "No GPU activity was found in this trace: was the profiler run with ProfilerActivity.CUDA?"
             .to_string()
     } else {
