@@ -204,17 +204,7 @@ fn observer_records_a_resnet18_step() {
 #[test]
 fn runner_record_has_the_bench_fields() {
     let _g = lock();
-    let cfg = RunConfig {
-        mode: Mode::Eval,
-        device: Device::Cpu,
-        batch_size: Some(2),
-        precision: Precision::Fp32,
-        iters: 3,
-        warmup: 1,
-        small: true,
-        profile: false,
-        nvtx: false,
-    };
+    let cfg = small_eval(2, 3);
     let r = runner::run(&Source::Builtin(models::find("mobilenet_v2").unwrap()), &cfg);
     let v = serde_json::to_value(&r.record).unwrap();
     assert_eq!(v["schema"], "gapscope-bench/1");
@@ -240,15 +230,8 @@ fn nvtx_ranges_without_libtorch_cuda_fail_the_run_with_the_reason() {
     // inside libtorch's NVTX callback; the shim refuses before that.
     let _g = lock();
     let cfg = RunConfig {
-        mode: Mode::Eval,
-        device: Device::Cpu,
-        batch_size: Some(2),
-        precision: Precision::Fp32,
-        iters: 2,
-        warmup: 1,
-        small: true,
-        profile: false,
         nvtx: true,
+        ..small_eval(2, 2)
     };
     let r = runner::run(&Source::Builtin(models::find("resnet18").unwrap()), &cfg);
     let v = serde_json::to_value(&r.record).unwrap();
@@ -269,17 +252,7 @@ fn nvtx_ranges_without_libtorch_cuda_fail_the_run_with_the_reason() {
 #[test]
 fn the_batch_sweep_doubles_until_its_rule_says_stop() {
     let _g = lock();
-    let cfg = RunConfig {
-        mode: Mode::Eval,
-        device: Device::Cpu,
-        batch_size: Some(1),
-        precision: Precision::Fp32,
-        iters: 2,
-        warmup: 1,
-        small: true,
-        profile: false,
-        nvtx: false,
-    };
+    let cfg = small_eval(1, 2);
     let model = Source::Builtin(models::find("mobilenet_v2").unwrap());
     let batches = |runs: &[runner::RunOutput]| -> Vec<i64> {
         runs.iter()
@@ -315,5 +288,21 @@ fn the_batch_sweep_doubles_until_its_rule_says_stop() {
             *tput.last().unwrap() < best * 1.01,
             "stopped early without a reason: {tput:?}"
         );
+    }
+}
+
+/// A tiny eval run on the CPU: batch `batch`, `iters` timed iterations after
+/// one warm-up, nothing recorded.
+fn small_eval(batch: i64, iters: usize) -> RunConfig {
+    RunConfig {
+        mode: Mode::Eval,
+        device: Device::Cpu,
+        batch_size: Some(batch),
+        precision: Precision::Fp32,
+        iters,
+        warmup: 1,
+        small: true,
+        profile: false,
+        nvtx: false,
     }
 }
