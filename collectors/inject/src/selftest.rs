@@ -24,6 +24,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// How long the stand-in takes to stop, as CUPTI's final flush takes time:
+/// so an exit bound of 0 s (`GAPSCOPE_EXIT_TIMEOUT=0`) always runs out
+/// before the capture is written, however the threads are scheduled.
+const STOP_TAKES: Duration = Duration::from_millis(100);
+
 /// The stand-in session.
 pub struct Running {
     stop: Arc<AtomicBool>,
@@ -61,6 +66,7 @@ impl Running {
         if let Some(w) = self.worker.take() {
             let _ = w.join();
         }
+        std::thread::sleep(STOP_TAKES);
         let t0 = self.started_ns;
         let mut b = TraceBuilder::new();
         // SAFETY: a plain syscall with no arguments.
