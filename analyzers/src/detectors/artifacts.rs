@@ -189,11 +189,10 @@ fn partial_step(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
 
 fn edge_spans(cx: &Cx) -> Vec<(i64, i64)> {
     let (ws, we) = cx.window;
-    let p = &cx.pieces;
     let mut spans = Vec::new();
-    if let Some(first) = p.first().filter(|f| f.start == ws) {
+    if let Some(first) = cx.all_pieces().next().filter(|f| f.start == ws) {
         let mut end = first.end;
-        for q in p.iter().skip(1) {
+        for q in cx.all_pieces().skip(1) {
             if q.start != end {
                 break;
             }
@@ -201,9 +200,9 @@ fn edge_spans(cx: &Cx) -> Vec<(i64, i64)> {
         }
         spans.push((ws, end));
     }
-    if let Some(last) = p.last().filter(|l| l.end == we) {
+    if let Some(last) = cx.all_pieces().next_back().filter(|l| l.end == we) {
         let mut start = last.start;
-        for q in p.iter().rev().skip(1) {
+        for q in cx.all_pieces().rev().skip(1) {
             if q.end != start {
                 break;
             }

@@ -83,7 +83,7 @@ pub(super) fn detect<T: Send>(
     let ranges = grouping(cx, &taken);
     let by = |k: usize| match ranges[k] {
         Some(r) => By::Range(r),
-        None if cx.pieces[taken[k]].cause == Cause::CpuOp => By::Operator,
+        None if cx.piece(taken[k]).cause == Cause::CpuOp => By::Operator,
         None => By::Framework,
     };
     // Keys: `r:` + range name, `o:` + operator name, empty for overhead;
@@ -93,7 +93,7 @@ pub(super) fn detect<T: Send>(
     let keyed = taken.iter().enumerate().map(|(k, &i)| {
         let k = match by(k) {
             By::Range(r) => (0u8, name_of(Some(r))),
-            By::Operator => (1, name_of(cx.seg(&cx.pieces[i]).op)),
+            By::Operator => (1, name_of(cx.seg(&cx.piece(i)).op)),
             By::Framework => (2, Strings::EMPTY),
         };
         (k, i)
@@ -126,13 +126,13 @@ pub(super) fn detect<T: Send>(
             let ops: Vec<usize> = pieces
                 .iter()
                 .copied()
-                .filter(|&i| cx.pieces[i].cause == Cause::CpuOp)
+                .filter(|&i| cx.piece(i).cause == Cause::CpuOp)
                 .collect();
             let (op, _, src) = cx.blame(&ops);
             let n_ops = {
                 let names: FxHashSet<u32> = ops
                     .iter()
-                    .filter_map(|&i| cx.seg(&cx.pieces[i]).op)
+                    .filter_map(|&i| cx.seg(&cx.piece(i)).op)
                     .map(|op| cx.trace.cpu_ops.name[op.index()].0)
                     .collect();
                 names.len()
@@ -243,14 +243,14 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
     let mut ranges: Vec<Option<OpRow>> = taken
         .iter()
         .map(|&i| {
-            let seg = cx.seg(&cx.pieces[i]);
+            let seg = cx.seg(&cx.piece(i));
             user_range(cx, seg.op.or(seg.annotation), &mut user_name)
         })
         .collect();
     // Runs: consecutive pieces of one stretch (no gap between them) inside
     // one range instance.
     let op_name = |k: usize| {
-        let p = &cx.pieces[taken[k]];
+        let p = &cx.piece(taken[k]);
         (p.cause == Cause::CpuOp)
             .then(|| cx.seg(p).op)
             .flatten()
@@ -261,7 +261,7 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
         let mut b = a + 1;
         while b < taken.len()
             && ranges[b] == ranges[a]
-            && cx.pieces[taken[b]].start == cx.pieces[taken[b - 1]].end
+            && cx.piece(taken[b]).start == cx.piece(taken[b - 1]).end
         {
             b += 1;
         }
@@ -437,7 +437,7 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
     // Pieces of one segment say the same: each run is weighed once.
     for (p, d) in cx.runs(pieces, |p| p.seg) {
         total += d;
-        let seg = cx.seg(p);
+        let seg = cx.seg(&p);
         let region = region_of(seg.op.or(seg.annotation));
         let src = seg.source;
         let src_compiled = src != Strings::EMPTY && compiled_source.test(t.strings.get(src), src);

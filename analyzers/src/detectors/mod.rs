@@ -202,7 +202,7 @@ pub fn detect_device(
     // which are then freed before the replays take their buffers: the
     // pieces and those buffers together were the analysis' peak.
     let (jobs, mut findings) = cx.jobs_and_findings(drafts);
-    let rows = cx.pieces.len();
+    let rows = cx.n_pieces();
     free_beside(cx.into_owned(), rows);
     for (f, s) in findings.iter_mut().zip(all_savings(&replay, &jobs)) {
         f.est_savings_ns = s;
@@ -230,7 +230,7 @@ impl Finding {
 
 /// Every detector's drafts, in claim order.
 fn all_drafts(cx: &Cx) -> Vec<Draft> {
-    let mut claims = vec![false; cx.pieces.len()];
+    let mut claims = vec![false; cx.n_pieces()];
     let mut drafts = Vec::new();
     drafts.extend(artifacts::detect(cx, &mut claims));
     drafts.extend(graph_capture::detect(cx, &mut claims));

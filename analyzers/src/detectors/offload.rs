@@ -123,7 +123,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     d.removed_busy_ns = busy;
     d.edit.remove_gpu = rows.clone();
     for &i in &pieces {
-        let p = &cx.pieces[i];
+        let p = &cx.piece(i);
         if let Some(b) = p.blocking {
             d.edit.no_wait.push(b);
         }

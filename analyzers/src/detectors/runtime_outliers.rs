@@ -159,7 +159,7 @@ fn call_blame(cx: &Cx, calls: &[(CallRow, Ns)]) -> Blame {
 fn calls_of(cx: &Cx, pieces: &[usize]) -> Vec<(CallRow, Ns)> {
     let mut by: HashMap<CallRow, Ns> = HashMap::new();
     for &i in pieces {
-        let p = &cx.pieces[i];
+        let p = &cx.piece(i);
         if let Some(c) = p.call {
             *by.entry(c).or_default() += p.dur();
         }
@@ -301,7 +301,7 @@ fn durations_by_name(cx: &Cx, names: &HashMap<StrId, Vec<Ns>>) -> HashMap<StrId,
 fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let rt = &cx.trace.runtime;
     let mut names: HashMap<StrId, Vec<Ns>> = HashMap::new();
-    for (i, p) in cx.pieces.iter().enumerate() {
+    for (i, p) in cx.all_pieces().enumerate() {
         if let Some(c) = p.call.filter(|_| !claims[i] && p.class == Some(CallClass::Slow)) {
             names.entry(rt.name[c.index()]).or_default();
         }
@@ -322,7 +322,7 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     });
     let mut by: HashMap<StrId, Vec<usize>> = HashMap::new();
     for i in taken {
-        if let Some(c) = cx.pieces[i].call {
+        if let Some(c) = cx.piece(i).call {
             by.entry(rt.name[c.index()]).or_default().push(i);
         }
     }
@@ -432,7 +432,7 @@ struct Held {
 /// back (the row that starts when each piece ends), in time order.
 pub(super) fn held_rows(cx: &Cx, claims: &[bool]) -> Vec<(GpuRow, Vec<usize>)> {
     let mut out: Vec<(GpuRow, Vec<usize>)> = Vec::new();
-    for (i, p) in cx.pieces.iter().enumerate() {
+    for (i, p) in cx.all_pieces().enumerate() {
         if claims[i] || p.cause != Cause::Queued {
             continue;
         }

@@ -335,9 +335,9 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
 
 /// Device idle time inside `span`, from the idle pieces.
 fn idle_within(cx: &Cx, (s, e): (Ns, Ns)) -> Ns {
-    let first = cx.pieces.partition_point(|p| p.end <= s);
-    cx.pieces[first..]
-        .iter()
+    let first = cx.piece_partition_point(|p| p.end <= s);
+    (first..cx.n_pieces())
+        .map(|i| cx.piece(i))
         .take_while(|p| p.start < e)
         .map(|p| p.end.min(e) - p.start.max(s))
         .sum()

@@ -140,7 +140,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
         if let Some(c) = h.wait.call {
             d.evidence.push(cx.runtime_evidence(c));
         }
-        let first = cx.pieces[h.pieces[0]].start;
+        let first = cx.piece(h.pieces[0]).start;
         d.evidence.push(Evidence {
             kind: "stream_wait".into(),
             row: h.wait.record.map(GpuRow::get),

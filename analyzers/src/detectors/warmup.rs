@@ -66,7 +66,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     // Idle time inside ranges the program names warm-up, by range name.
     let mut ranges: BTreeMap<String, Ns> = BTreeMap::new();
     for &i in &pieces {
-        let p = &cx.pieces[i];
+        let p = &cx.piece(i);
         let seg = cx.seg(p);
         if !seg.first_call {
             continue;

@@ -99,7 +99,7 @@ impl Cx<'_> {
         let name_row = |r: Option<OpRow>| self.name_key(r);
         let mut rep: FxHashMap<NameKey, BlameRows> = FxHashMap::default();
         for (p, idle) in self.runs(pieces, |p| (p.seg, p.blocking)) {
-            let seg = self.seg(p);
+            let seg = self.seg(&p);
             let op = match p.blocking {
                 Some(b) => self.outer_operator(self.trace.links.runtime_op[b.index()]),
                 None => seg.op,

@@ -16,9 +16,9 @@ impl Cx<'_> {
     /// Claims every unclaimed piece for which `pred` holds.
     pub fn take(&self, claims: &mut [bool], pred: impl Fn(&Piece) -> bool) -> Vec<usize> {
         let mut out = Vec::new();
-        for (i, p) in self.pieces.iter().enumerate() {
-            if !claims[i] && pred(p) {
-                claims[i] = true;
+        for (i, claimed) in claims.iter_mut().enumerate().take(self.n_pieces()) {
+            if !*claimed && pred(&self.piece(i)) {
+                *claimed = true;
                 out.push(i);
             }
         }
@@ -27,14 +27,15 @@ impl Cx<'_> {
 
     /// Claims the unclaimed pieces inside `span` for which `pred` holds.
     pub fn take_in(&self, claims: &mut [bool], (s, e): Span, pred: impl Fn(&Piece) -> bool) -> Vec<usize> {
-        let first = self.pieces.partition_point(|p| p.start < s);
+        let first = self.piece_partition_point(|p| p.start < s);
         let mut out = Vec::new();
-        for (i, p) in self.pieces.iter().enumerate().skip(first) {
+        for (i, claimed) in claims.iter_mut().enumerate().take(self.n_pieces()).skip(first) {
+            let p = self.piece(i);
             if p.start >= e {
                 break;
             }
-            if p.end <= e && !claims[i] && pred(p) {
-                claims[i] = true;
+            if p.end <= e && !*claimed && pred(&p) {
+                *claimed = true;
                 out.push(i);
             }
         }
@@ -47,7 +48,7 @@ impl Cx<'_> {
         pieces: Vec<usize>,
         key: impl Fn(&Piece) -> String,
     ) -> Vec<(String, Vec<usize>)> {
-        self.groups_by_index(pieces, |i| key(&self.pieces[i]))
+        self.groups_by_index(pieces, |i| key(&self.piece(i)))
     }
 
     /// Groups pieces by `key` of their index, largest idle first.
@@ -126,13 +127,13 @@ impl Cx<'_> {
         &'s self,
         pieces: &'s [usize],
         key: impl Fn(&Piece) -> K + 's,
-    ) -> impl Iterator<Item = (&'s Piece, Ns)> + 's {
+    ) -> impl Iterator<Item = (Piece, Ns)> + 's {
         let mut k = 0;
         std::iter::from_fn(move || {
-            let first = &self.pieces[*pieces.get(k)?];
-            let want = key(first);
+            let first = self.piece(*pieces.get(k)?);
+            let want = key(&first);
             let mut idle = 0;
-            while let Some(q) = pieces.get(k).map(|&i| &self.pieces[i]).filter(|q| key(q) == want) {
+            while let Some(q) = pieces.get(k).map(|&i| self.piece(i)).filter(|q| key(q) == want) {
                 idle += q.dur();
                 k += 1;
             }
@@ -142,7 +143,7 @@ impl Cx<'_> {
 
     /// Distinct values of `f` over pieces (for occurrence counts).
     pub fn distinct<K: Ord>(&self, pieces: &[usize], f: impl Fn(&Piece) -> K) -> u64 {
-        let mut v: Vec<K> = pieces.iter().map(|&i| f(&self.pieces[i])).collect();
+        let mut v: Vec<K> = pieces.iter().map(|&i| f(&self.piece(i))).collect();
         v.sort_unstable();
         v.dedup();
         v.len() as u64

@@ -4,7 +4,7 @@
 //! replay graph that estimates savings is built beside the detectors
 //! (`detect_device`), from the same evidence.
 
-use super::piece::Piece;
+use super::piece::{Piece, Pieces};
 use crate::attribution::OpContext;
 use crate::detectors::artifacts;
 use crate::evidence::DeviceEvidence;
@@ -26,7 +26,8 @@ pub(crate) struct Cx<'a> {
     /// The device's idle segments, split at the edges of lazy kernel
     /// loading: what [`Piece::seg`] indexes.
     pub segs: Cow<'a, [IdleSegment]>,
-    pub pieces: Vec<Piece>,
+    /// Read through [`Cx::piece`].
+    pub pieces: Pieces,
     /// Per `runtime` row: the first busy or sync GPU row of this device it
     /// launched, if any.
     pub call_gpu: Vec<Option<GpuRow>>,
@@ -65,7 +66,7 @@ impl<'a> Cx<'a> {
             steps: &window.steps,
             ev,
             segs: split_at(segs, &ev.lazy_loading),
-            pieces: Vec::new(),
+            pieces: Pieces::default(),
             call_gpu,
             partial_last: artifacts::partial_last_step(trace, device, &window.steps),
             platform: Platform::of(trace),
@@ -84,6 +85,38 @@ impl<'a> Cx<'a> {
             Cow::Borrowed(_) => None,
         };
         (segs, self.pieces, self.call_gpu, self.busy)
+    }
+
+    /// Piece `i`.
+    #[inline]
+    pub fn piece(&self, i: usize) -> Piece {
+        self.pieces.get(&self.segs, i)
+    }
+
+    /// Every piece, in order.
+    pub fn all_pieces(&self) -> impl DoubleEndedIterator<Item = Piece> + ExactSizeIterator + '_ {
+        (0..self.n_pieces()).map(|i| self.piece(i))
+    }
+
+    /// The number of pieces.
+    pub fn n_pieces(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// The first piece for which `pred` is false, `pred` being true of
+    /// every piece before it and false of every piece after (as
+    /// [`slice::partition_point`]).
+    pub fn piece_partition_point(&self, pred: impl Fn(&Piece) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.n_pieces());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(&self.piece(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// The segment piece `p` was cut from: its operator, annotation,
@@ -110,7 +143,7 @@ impl<'a> Cx<'a> {
 
     /// Total length of `pieces`.
     pub fn total(&self, pieces: &[usize]) -> Ns {
-        pieces.iter().map(|&i| self.pieces[i].dur()).sum()
+        pieces.iter().map(|&i| self.piece(i).dur()).sum()
     }
 
     /// Number of complete profiled steps (at least 1), to say "per step":
@@ -158,10 +191,16 @@ impl<'a> Cx<'a> {
     /// final result: removing the wait lets no GPU work start earlier.
     pub fn followed_by_work(&self, i: usize) -> bool {
         let mut j = i;
-        while j + 1 < self.pieces.len() && self.pieces[j + 1].start == self.pieces[j].end {
+        let mut end = self.piece(j).end;
+        while j + 1 < self.n_pieces() {
+            let next = self.piece(j + 1);
+            if next.start != end {
+                break;
+            }
+            end = next.end;
             j += 1;
         }
-        self.next_row(self.pieces[j].end).is_some()
+        self.next_row(end).is_some()
     }
 }
 

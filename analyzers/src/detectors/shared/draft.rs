@@ -117,7 +117,7 @@ impl Cx<'_> {
         let mut edit = d.edit.clone();
         if d.remove_piece_cpu {
             for &i in &d.pieces {
-                let p = &self.pieces[i];
+                let p = &self.piece(i);
                 if let Some(t) = self.thread(p) {
                     match edit.remove_cpu.last_mut() {
                         // The replay takes the union of each thread's
@@ -145,7 +145,7 @@ impl Cx<'_> {
         // Pieces are in time order: the lowest index is the earliest.
         let pieces = d
             .remove_piece_cpu
-            .then(|| d.pieces.iter().min().map(|&i| self.pieces[i].start));
+            .then(|| d.pieces.iter().min().map(|&i| self.piece(i).start));
         e.remove_cpu
             .iter()
             .map(|(_, (s, _))| *s)
@@ -175,7 +175,7 @@ impl Cx<'_> {
         // pass over the group (it can hold a million pieces; only the few
         // shown are ever in order).
         let room = MAX_EVIDENCE.saturating_sub(evidence.len());
-        let key = |i: usize| (std::cmp::Reverse(self.pieces[i].dur()), self.pieces[i].start);
+        let key = |i: usize| (std::cmp::Reverse(self.piece(i).dur()), self.piece(i).start);
         let mut largest: Vec<((std::cmp::Reverse<Ns>, Ns), usize)> = Vec::with_capacity(room + 1);
         let pieces = if room > 0 { &d.pieces[..] } else { &[] };
         for &i in pieces {
@@ -188,7 +188,7 @@ impl Cx<'_> {
             largest.truncate(room);
         }
         for &(_, i) in &largest {
-            let p = &self.pieces[i];
+            let p = &self.piece(i);
             evidence.push(Evidence {
                 kind: "idle".into(),
                 row: None,

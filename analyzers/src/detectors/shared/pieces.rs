@@ -17,9 +17,9 @@ impl Cx<'_> {
     /// warm-up claims exactly).
     /// No call explains time once the next work is queued, nor graph setup
     /// or profiler time: those pieces carry no call.
-    pub(crate) fn cut(&self) -> Vec<Piece> {
+    pub(crate) fn cut(&self) -> Pieces {
         let calls = self.calls_of_interest();
-        let mut out = Vec::with_capacity(self.segs.len());
+        let mut out = Pieces::with_capacity(self.segs.len());
         let mut k = 0;
         for (n, seg) in self.segs.iter().enumerate() {
             let n = u32::try_from(n).expect("idle segments past u32::MAX");
@@ -27,7 +27,7 @@ impl Cx<'_> {
                 k += 1;
             }
             if matches!(seg.cause, Cause::GraphCapture | Cause::Profiler) || seg.start >= seg.queued_from {
-                out.push(self.piece(n, seg, seg.start, seg.end, None, None));
+                out.push(self.make_piece(n, seg, seg.start, seg.end, None, None), seg);
                 continue;
             }
             let host_end = seg.end.min(seg.queued_from);
@@ -46,12 +46,12 @@ impl Cx<'_> {
                     _ => (None, None, host_end),
                 };
                 if until > at {
-                    out.push(self.piece(n, seg, at, until, call, class));
+                    out.push(self.make_piece(n, seg, at, until, call, class), seg);
                 }
                 at = until.max(at);
             }
             if host_end < seg.end {
-                out.push(self.piece(n, seg, host_end, seg.end, None, None));
+                out.push(self.make_piece(n, seg, host_end, seg.end, None, None), seg);
             }
         }
         out
@@ -59,7 +59,7 @@ impl Cx<'_> {
 
     /// Piece `[start, end)` of segment `seg` (index `n` in
     /// [`Cx::segs`]).
-    fn piece(
+    fn make_piece(
         &self,
         n: u32,
         seg: &IdleSegment,

@@ -86,7 +86,7 @@ impl Cx<'_> {
             let mut copies: Vec<GpuRow> = Vec::new();
             let mut max_bytes = 0;
             for &i in &pieces {
-                let p = &self.pieces[i];
+                let p = &self.piece(i);
                 for c in [p.blocking, p.call].into_iter().flatten() {
                     calls.push(c);
                     if let Some(row) = self.paired_copy(c) {
@@ -126,19 +126,19 @@ impl Cx<'_> {
     pub fn drain_after(&self, pieces: &[usize]) -> Ns {
         let mut seen: HashSet<usize> = HashSet::new();
         for &i in pieces {
-            if self.pieces[i].cause != Cause::Sync || !self.followed_by_work(i) {
+            if self.piece(i).cause != Cause::Sync || !self.followed_by_work(i) {
                 continue;
             }
             let mut j = i + 1;
-            while j < self.pieces.len()
-                && self.pieces[j].start == self.pieces[j - 1].end
-                && self.pieces[j].cause != Cause::Sync
+            while j < self.n_pieces()
+                && self.piece(j).start == self.piece(j - 1).end
+                && self.piece(j).cause != Cause::Sync
             {
                 seen.insert(j);
                 j += 1;
             }
         }
-        seen.iter().map(|&j| self.pieces[j].dur()).sum()
+        seen.iter().map(|&j| self.piece(j).dur()).sum()
     }
 
     /// A draft for a sync-family group: the edit lets its blocking calls
@@ -159,7 +159,7 @@ impl Cx<'_> {
         d.remove_piece_cpu = false;
         let rt = &self.trace.runtime;
         for &i in &g.pieces {
-            let p = &self.pieces[i];
+            let p = &self.piece(i);
             if let Some(blocking) = p.blocking {
                 d.edit.no_wait.push(blocking);
                 // The wait removed from the other launching threads too
