@@ -111,19 +111,19 @@ pub(super) fn detect<T: Send>(
         let idle = cx.total(&pieces);
         if idle < floor || kept.len() >= super::MAX_GROUPS {
             for &i in &pieces {
-                claims[i] = false;
+                claims[i as usize] = false;
             }
             continue;
         }
         kept.push((key, pieces, idle));
     }
-    let draft = |(key, pieces, idle): (String, Vec<usize>, Ns)| -> Draft {
+    let draft = |(key, pieces, idle): (String, Vec<u32>, Ns)| -> Draft {
         let per_step = duration(idle / cx.n_steps());
         let share = percent_whole(idle, cx.window_ns());
         let mut d = if let Some(range) = key.strip_prefix("r:") {
             // The dominant operator of the range's operator pieces; the
             // range itself as the annotation.
-            let ops: Vec<usize> = pieces
+            let ops: Vec<u32> = pieces
                 .iter()
                 .copied()
                 .filter(|&i| cx.piece(i).cause == Cause::CpuOp)
@@ -236,7 +236,7 @@ pub(super) fn detect<T: Send>(
 /// grouped by, if any (the others group by their cause: operator or
 /// framework overhead); see the module documentation. One `Option<OpRow>`
 /// per piece (4 bytes), not a [`By`] (8): a big trace has millions.
-fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
+fn grouping(cx: &Cx, taken: &[u32]) -> Vec<Option<OpRow>> {
     let mut user_name = NameTest::new(cx.trace.strings.len(), |name| {
         !name.starts_with("ProfilerStep#") && !name.starts_with("nn.Module:")
     });
@@ -282,7 +282,7 @@ fn grouping(cx: &Cx, taken: &[usize]) -> Vec<Option<OpRow>> {
 /// The range rows of `pieces` (a group: sorted, all in `taken`), given
 /// `ranges`, the range of each of `taken`, in order and a run of one range
 /// once (the caller counts the distinct ones): one pass over both lists.
-fn range_rows(taken: &[usize], ranges: &[Option<OpRow>], pieces: &[usize]) -> Vec<OpRow> {
+fn range_rows(taken: &[u32], ranges: &[Option<OpRow>], pieces: &[u32]) -> Vec<OpRow> {
     let mut rows: Vec<OpRow> = Vec::new();
     let mut k = 0;
     for &i in pieces {
@@ -408,7 +408,7 @@ fn is_compiled_source(src: &str) -> bool {
 /// launch GPU work; else CPU compute when the host-only operators hold
 /// [`CPU_COMPUTE_MIN_NS`] per call on average, framework overhead when
 /// less.
-fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
+fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
     let t = cx.trace;
     let ops = &t.cpu_ops;
     // The outermost compiled region around a row, if any.
@@ -492,7 +492,7 @@ fn host_work(cx: &Cx, pieces: &[usize]) -> HostWork {
 }
 
 /// What to change, for the host work behind `pieces`.
-fn advice(cx: &Cx, pieces: &[usize]) -> String {
+fn advice(cx: &Cx, pieces: &[u32]) -> String {
     let graphs = cx.platform.name();
     match host_work(cx, pieces) {
         HostWork::Compiled(regions) => {

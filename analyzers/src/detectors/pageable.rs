@@ -52,7 +52,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let idle = cx.total(&pieces);
     if copies.is_empty() || busy + idle < NOISE_NS {
         for &i in &pieces {
-            claims[i] = false;
+            claims[i as usize] = false;
         }
         return Vec::new();
     }

@@ -156,7 +156,7 @@ fn call_blame(cx: &Cx, calls: &[(CallRow, Ns)]) -> Blame {
 }
 
 /// Distinct calls behind pieces, each with the idle time inside it.
-fn calls_of(cx: &Cx, pieces: &[usize]) -> Vec<(CallRow, Ns)> {
+fn calls_of(cx: &Cx, pieces: &[u32]) -> Vec<(CallRow, Ns)> {
     let mut by: HashMap<CallRow, Ns> = HashMap::new();
     for &i in pieces {
         let p = &cx.piece(i);
@@ -185,7 +185,7 @@ fn allocator_calls(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     let idle = cx.total(&pieces);
     if idle < NOISE_NS {
         for &i in &pieces {
-            claims[i] = false;
+            claims[i as usize] = false;
         }
         return None;
     }
@@ -320,13 +320,13 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 .map(CallRow::index)
                 .is_some_and(|c| usual_of.get(&rt.name[c]).is_some_and(|u| dur(c) > u.threshold))
     });
-    let mut by: HashMap<StrId, Vec<usize>> = HashMap::new();
+    let mut by: HashMap<StrId, Vec<u32>> = HashMap::new();
     for i in taken {
         if let Some(c) = cx.piece(i).call {
             by.entry(rt.name[c.index()]).or_default().push(i);
         }
     }
-    let mut groups: Vec<(StrId, Vec<usize>)> = by.into_iter().collect();
+    let mut groups: Vec<(StrId, Vec<u32>)> = by.into_iter().collect();
     groups.sort_by_key(|(k, v)| (std::cmp::Reverse(cx.total(v)), *k));
     let mut out = Vec::new();
     for (name, pieces) in groups {
@@ -334,7 +334,7 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         if idle < NOISE_NS || out.len() >= MAX_GROUPS {
             if idle < NOISE_NS {
                 for &i in &pieces {
-                    claims[i] = false;
+                    claims[i as usize] = false;
                 }
             }
             continue;
@@ -425,13 +425,13 @@ struct Held {
     row: GpuRow,
     call: CallRow,
     /// Its `queued` pieces.
-    pieces: Vec<usize>,
+    pieces: Vec<u32>,
 }
 
 /// The `queued` pieces no earlier detector claimed, per GPU row they held
 /// back (the row that starts when each piece ends), in time order.
-pub(super) fn held_rows(cx: &Cx, claims: &[bool]) -> Vec<(GpuRow, Vec<usize>)> {
-    let mut out: Vec<(GpuRow, Vec<usize>)> = Vec::new();
+pub(super) fn held_rows(cx: &Cx, claims: &[bool]) -> Vec<(GpuRow, Vec<u32>)> {
+    let mut out: Vec<(GpuRow, Vec<u32>)> = Vec::new();
     for (i, p) in cx.all_pieces().enumerate() {
         if claims[i] || p.cause != Cause::Queued {
             continue;
@@ -440,8 +440,8 @@ pub(super) fn held_rows(cx: &Cx, claims: &[bool]) -> Vec<(GpuRow, Vec<usize>)> {
             continue;
         };
         match out.last_mut() {
-            Some((r, v)) if *r == row => v.push(i),
-            _ => out.push((row, vec![i])),
+            Some((r, v)) if *r == row => v.push(i as u32),
+            _ => out.push((row, vec![i as u32])),
         }
     }
     out
@@ -463,10 +463,10 @@ fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     groups.sort_by_key(|(k, ds)| (std::cmp::Reverse(weight(ds)), *k));
     let mut out = Vec::new();
     for (name, ds) in groups.into_iter().take(MAX_GROUPS) {
-        let mut pieces: Vec<usize> = ds.iter().flat_map(|d| d.pieces.iter().copied()).collect();
+        let mut pieces: Vec<u32> = ds.iter().flat_map(|d| d.pieces.iter().copied()).collect();
         pieces.sort_unstable();
         for &i in &pieces {
-            claims[i] = true;
+            claims[i as usize] = true;
         }
         let idle = cx.total(&pieces);
         let longest = ds.iter().map(|d| cx.total(&d.pieces)).max().unwrap_or(0);

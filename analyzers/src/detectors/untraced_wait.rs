@@ -37,7 +37,7 @@ use std::collections::HashMap;
 struct Held {
     row: GpuRow,
     wait: Wait,
-    pieces: Vec<usize>,
+    pieces: Vec<u32>,
 }
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
@@ -77,10 +77,10 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     if found.is_empty() {
         return None;
     }
-    let mut pieces: Vec<usize> = found.iter().flat_map(|h| h.pieces.iter().copied()).collect();
+    let mut pieces: Vec<u32> = found.iter().flat_map(|h| h.pieces.iter().copied()).collect();
     pieces.sort_unstable();
     for &i in &pieces {
-        claims[i] = true;
+        claims[i as usize] = true;
     }
     let idle = cx.total(&pieces);
     let longest = found

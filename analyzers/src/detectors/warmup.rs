@@ -53,7 +53,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     let idle = cx.total(&pieces);
     if idle < NOISE_NS {
         for &i in &pieces {
-            claims[i] = false;
+            claims[i as usize] = false;
         }
         return None;
     }

@@ -94,7 +94,7 @@ impl Cx<'_> {
 
     /// Dominant `(operator, annotation, source)` of pieces by idle time;
     /// sync pieces are blamed on the outermost operator around the call.
-    pub fn blame(&self, pieces: &[usize]) -> Blame {
+    pub fn blame(&self, pieces: &[u32]) -> Blame {
         let mut by: FxHashMap<NameKey, Ns> = FxHashMap::default();
         let name_row = |r: Option<OpRow>| self.name_key(r);
         let mut rep: FxHashMap<NameKey, BlameRows> = FxHashMap::default();

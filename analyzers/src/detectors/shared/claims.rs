@@ -14,19 +14,19 @@ pub(crate) const NOISE_NS: Ns = 5_000;
 
 impl Cx<'_> {
     /// Claims every unclaimed piece for which `pred` holds.
-    pub fn take(&self, claims: &mut [bool], pred: impl Fn(&Piece) -> bool) -> Vec<usize> {
+    pub fn take(&self, claims: &mut [bool], pred: impl Fn(&Piece) -> bool) -> Vec<u32> {
         let mut out = Vec::new();
         for (i, claimed) in claims.iter_mut().enumerate().take(self.n_pieces()) {
             if !*claimed && pred(&self.piece(i)) {
                 *claimed = true;
-                out.push(i);
+                out.push(i as u32);
             }
         }
         out
     }
 
     /// Claims the unclaimed pieces inside `span` for which `pred` holds.
-    pub fn take_in(&self, claims: &mut [bool], (s, e): Span, pred: impl Fn(&Piece) -> bool) -> Vec<usize> {
+    pub fn take_in(&self, claims: &mut [bool], (s, e): Span, pred: impl Fn(&Piece) -> bool) -> Vec<u32> {
         let first = self.piece_partition_point(|p| p.start < s);
         let mut out = Vec::new();
         for (i, claimed) in claims.iter_mut().enumerate().take(self.n_pieces()).skip(first) {
@@ -36,28 +36,20 @@ impl Cx<'_> {
             }
             if p.end <= e && !*claimed && pred(&p) {
                 *claimed = true;
-                out.push(i);
+                out.push(i as u32);
             }
         }
         out
     }
 
     /// Groups pieces by `key`, largest idle first.
-    pub fn groups_all(
-        &self,
-        pieces: Vec<usize>,
-        key: impl Fn(&Piece) -> String,
-    ) -> Vec<(String, Vec<usize>)> {
+    pub fn groups_all(&self, pieces: Vec<u32>, key: impl Fn(&Piece) -> String) -> Vec<(String, Vec<u32>)> {
         self.groups_by_index(pieces, |i| key(&self.piece(i)))
     }
 
     /// Groups pieces by `key` of their index, largest idle first.
-    pub fn groups_by_index(
-        &self,
-        pieces: Vec<usize>,
-        key: impl Fn(usize) -> String,
-    ) -> Vec<(String, Vec<usize>)> {
-        let mut by: HashMap<String, Vec<usize>> = HashMap::new();
+    pub fn groups_by_index(&self, pieces: Vec<u32>, key: impl Fn(u32) -> String) -> Vec<(String, Vec<u32>)> {
+        let mut by: HashMap<String, Vec<u32>> = HashMap::new();
         for i in pieces {
             by.entry(key(i)).or_default().push(i);
         }
@@ -71,13 +63,13 @@ impl Cx<'_> {
     /// pieces in ascending order, as [`take`](Self::take) returns them.
     pub fn groups_by_label<K: std::hash::Hash + Eq + Clone>(
         &self,
-        keyed: impl IntoIterator<Item = (K, usize)>,
+        keyed: impl IntoIterator<Item = (K, u32)>,
         label: impl Fn(&K) -> String,
-    ) -> Vec<(String, Vec<usize>)> {
+    ) -> Vec<(String, Vec<u32>)> {
         // Pieces by key, in order of each key's first piece; runs of pieces
         // share a key, so a run is looked up once.
         let mut at: FxHashMap<K, usize> = FxHashMap::default();
-        let mut by: Vec<(K, Vec<usize>)> = Vec::new();
+        let mut by: Vec<(K, Vec<u32>)> = Vec::new();
         let mut last: Option<(K, usize)> = None;
         for (k, i) in keyed {
             let n = match &last {
@@ -93,7 +85,7 @@ impl Cx<'_> {
             };
             by[n].1.push(i);
         }
-        let mut named: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut named: HashMap<String, Vec<u32>> = HashMap::new();
         for (k, v) in by {
             let group = named.entry(label(&k)).or_default();
             // Moved, not copied, unless keys share a label (a group can
@@ -111,8 +103,8 @@ impl Cx<'_> {
     /// The groups, largest idle first, then by name. Each group's total is
     /// summed once, not once per comparison (a trace with many small
     /// groups spent seconds summing here).
-    fn largest_first(&self, by: HashMap<String, Vec<usize>>) -> Vec<(String, Vec<usize>)> {
-        let mut groups: Vec<(Ns, String, Vec<usize>)> =
+    fn largest_first(&self, by: HashMap<String, Vec<u32>>) -> Vec<(String, Vec<u32>)> {
+        let mut groups: Vec<(Ns, String, Vec<u32>)> =
             by.into_iter().map(|(k, v)| (self.total(&v), k, v)).collect();
         groups.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         groups.into_iter().map(|(_, k, v)| (k, v)).collect()
@@ -125,7 +117,7 @@ impl Cx<'_> {
     /// millions of pieces).
     pub fn runs<'s, K: PartialEq>(
         &'s self,
-        pieces: &'s [usize],
+        pieces: &'s [u32],
         key: impl Fn(&Piece) -> K + 's,
     ) -> impl Iterator<Item = (Piece, Ns)> + 's {
         let mut k = 0;
@@ -142,7 +134,7 @@ impl Cx<'_> {
     }
 
     /// Distinct values of `f` over pieces (for occurrence counts).
-    pub fn distinct<K: Ord>(&self, pieces: &[usize], f: impl Fn(&Piece) -> K) -> u64 {
+    pub fn distinct<K: Ord>(&self, pieces: &[u32], f: impl Fn(&Piece) -> K) -> u64 {
         let mut v: Vec<K> = pieces.iter().map(|&i| f(&self.piece(i))).collect();
         v.sort_unstable();
         v.dedup();

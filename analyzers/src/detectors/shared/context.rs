@@ -4,7 +4,7 @@
 //! replay graph that estimates savings is built beside the detectors
 //! (`detect_device`), from the same evidence.
 
-use super::piece::{Piece, Pieces};
+use super::piece::{Piece, PieceIndex, Pieces};
 use crate::attribution::OpContext;
 use crate::detectors::artifacts;
 use crate::evidence::DeviceEvidence;
@@ -89,8 +89,8 @@ impl<'a> Cx<'a> {
 
     /// Piece `i`.
     #[inline]
-    pub fn piece(&self, i: usize) -> Piece {
-        self.pieces.get(&self.segs, i)
+    pub fn piece(&self, i: impl PieceIndex) -> Piece {
+        self.pieces.get(&self.segs, i.index())
     }
 
     /// Every piece, in order.
@@ -142,7 +142,7 @@ impl<'a> Cx<'a> {
     }
 
     /// Total length of `pieces`.
-    pub fn total(&self, pieces: &[usize]) -> Ns {
+    pub fn total(&self, pieces: &[u32]) -> Ns {
         pieces.iter().map(|&i| self.piece(i).dur()).sum()
     }
 
@@ -189,8 +189,8 @@ impl<'a> Cx<'a> {
     /// Whether GPU work follows the gap of piece `i` (anything starts on
     /// the device after it). A read after which nothing runs waits for the
     /// final result: removing the wait lets no GPU work start earlier.
-    pub fn followed_by_work(&self, i: usize) -> bool {
-        let mut j = i;
+    pub fn followed_by_work(&self, i: impl PieceIndex) -> bool {
+        let mut j = i.index();
         let mut end = self.piece(j).end;
         while j + 1 < self.n_pieces() {
             let next = self.piece(j + 1);

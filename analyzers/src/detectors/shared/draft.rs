@@ -15,7 +15,7 @@ pub(crate) struct Draft {
     pub detector: &'static str,
     pub id: &'static str,
     pub title: String,
-    pub pieces: Vec<usize>,
+    pub pieces: Vec<u32>,
     pub occurrences: u64,
     /// Busy time the fix removes (added to `explained_ns`).
     pub removed_busy_ns: Ns,
@@ -175,8 +175,8 @@ impl Cx<'_> {
         // pass over the group (it can hold a million pieces; only the few
         // shown are ever in order).
         let room = MAX_EVIDENCE.saturating_sub(evidence.len());
-        let key = |i: usize| (std::cmp::Reverse(self.piece(i).dur()), self.piece(i).start);
-        let mut largest: Vec<((std::cmp::Reverse<Ns>, Ns), usize)> = Vec::with_capacity(room + 1);
+        let key = |i: u32| (std::cmp::Reverse(self.piece(i).dur()), self.piece(i).start);
+        let mut largest: Vec<((std::cmp::Reverse<Ns>, Ns), u32)> = Vec::with_capacity(room + 1);
         let pieces = if room > 0 { &d.pieces[..] } else { &[] };
         for &i in pieces {
             let k = key(i);

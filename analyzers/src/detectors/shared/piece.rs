@@ -68,6 +68,26 @@ impl Piece {
 // A piece stays at 32 bytes: there are millions of them on a big trace.
 const _: () = assert!(std::mem::size_of::<Piece>() == 32);
 
+/// A piece's index: lists of pieces hold `u32`s (a group can hold
+/// millions), loops count in `usize`.
+pub(crate) trait PieceIndex: Copy {
+    fn index(self) -> usize;
+}
+
+impl PieceIndex for usize {
+    #[inline]
+    fn index(self) -> usize {
+        self
+    }
+}
+
+impl PieceIndex for u32 {
+    #[inline]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// The pieces of a device's idle segments, in time order, read by index
 /// ([`Pieces::get`]).
 ///
@@ -97,6 +117,8 @@ impl Pieces {
     /// Appends `p`, a piece of `seg`.
     pub fn push(&mut self, p: Piece, seg: &IdleSegment) {
         debug_assert_eq!(p.cause, seg.cause);
+        // Lists of pieces hold `u32` indices.
+        assert!(self.ix.len() < u32::MAX as usize, "idle pieces past u32::MAX");
         let whole = p.start == seg.start
             && p.end == seg.end
             && p.blocking.is_none()

@@ -27,7 +27,7 @@ pub(crate) enum SyncKind {
 
 /// Claimed pieces of one call site, with what the sync detectors report.
 pub(crate) struct SiteGroup {
-    pub pieces: Vec<usize>,
+    pub pieces: Vec<u32>,
     pub idle_ns: Ns,
     /// Distinct blocking calls and calls of interest behind the pieces.
     pub calls: Vec<CallRow>,
@@ -75,7 +75,7 @@ impl Cx<'_> {
             if weight < NOISE_NS || n >= MAX_GROUPS {
                 if weight < NOISE_NS {
                     for &i in &pieces {
-                        claims[i] = false;
+                        claims[i as usize] = false;
                     }
                 }
                 // Past MAX_GROUPS the pieces stay claimed but unreported:
@@ -123,13 +123,13 @@ impl Cx<'_> {
     /// follows), so it is not claimed again; it only bounds what removing
     /// the sync can save, which the replay decides: whether the host, no
     /// longer waiting, would have queued work ahead of the GPU.
-    pub fn drain_after(&self, pieces: &[usize]) -> Ns {
+    pub fn drain_after(&self, pieces: &[u32]) -> Ns {
         let mut seen: HashSet<usize> = HashSet::new();
         for &i in pieces {
             if self.piece(i).cause != Cause::Sync || !self.followed_by_work(i) {
                 continue;
             }
-            let mut j = i + 1;
+            let mut j = i as usize + 1;
             while j < self.n_pieces()
                 && self.piece(j).start == self.piece(j - 1).end
                 && self.piece(j).cause != Cause::Sync
