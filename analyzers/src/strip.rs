@@ -70,25 +70,49 @@ fn bound((s, e): Span, n: usize, c: usize) -> Ns {
     s + ((e - s) as i128 * c as i128 / n as i128) as Ns
 }
 
-/// Calls `f(column, ns)` for each column that `[s, e)` overlaps.
-fn spread(window: Span, n: usize, (s, e): Span, mut f: impl FnMut(usize, Ns)) {
+/// The column of `n` over `window` that time `t` (inside it) falls in:
+/// `(t - start) * n / len`, in `i64` when the product fits (a window of
+/// up to 2^63 / n ns: over 200 days at 500 columns), else in `i128`, whose
+/// division is several times slower (a strip bins millions of segments).
+fn column_of((s, e): Span, n: usize, t: Ns) -> usize {
+    let (off, len) = (t - s, e - s);
+    match off.checked_mul(n as i64) {
+        Some(p) => (p / len) as usize,
+        None => (off as i128 * n as i128 / len as i128) as usize,
+    }
+}
+
+/// Calls `f(column, ns)` for each of `columns` (`window` cut into
+/// equal columns by [`empty_columns`]) that `[s, e)` overlaps.
+fn spread_over(columns: &[Column], window: Span, (s, e): Span, mut f: impl FnMut(usize, Ns)) {
     let (s, e) = (s.max(window.0), e.min(window.1));
     if s >= e {
         return;
     }
-    let len = (window.1 - window.0) as i128;
-    let mut c = (((s - window.0) as i128 * n as i128) / len) as usize;
-    while c < n {
-        let (cs, ce) = (bound(window, n, c), bound(window, n, c + 1));
-        if cs >= e {
+    for (c, col) in columns
+        .iter()
+        .enumerate()
+        .skip(column_of(window, columns.len(), s))
+    {
+        if col.start >= e {
             break;
         }
-        let ns = e.min(ce) - s.max(cs);
+        let ns = e.min(col.end) - s.max(col.start);
         if ns > 0 {
             f(c, ns);
         }
-        c += 1;
     }
+}
+
+/// `window` cut into `n` equal columns, nothing in them yet.
+fn empty_columns(window: Span, n: usize) -> Vec<Column> {
+    (0..n)
+        .map(|c| Column {
+            start: bound(window, n, c),
+            end: bound(window, n, c + 1),
+            ..Column::default()
+        })
+        .collect()
 }
 
 /// Bins busy spans and idle segments of one device into `n` columns.
@@ -107,26 +131,39 @@ pub fn strip(
             columns: Vec::new(),
         };
     }
-    let mut columns: Vec<Column> = (0..n)
-        .map(|c| Column {
-            start: bound(window, n, c),
-            end: bound(window, n, c + 1),
-            ..Column::default()
-        })
-        .collect();
+    let mut columns = empty_columns(window, n);
+    let mut busy_ns = vec![0; n];
     for &b in busy {
-        spread(window, n, b, |c, ns| columns[c].busy_ns += ns);
+        spread_over(&columns, window, b, |c, ns| busy_ns[c] += ns);
     }
     // Per column: idle ns per (cause, op name, annotation name, source).
     type Key = (Cause, Option<StrId>, Option<StrId>, StrId);
     let mut blame: Vec<FxHashMap<Key, Ns>> = vec![FxHashMap::default(); n];
+    let mut idle: Vec<CauseTotals> = vec![CauseTotals::default(); n];
     let name = |row: Option<OpRow>| row.map(|r| trace.cpu_ops.name[r.index()]);
+    // Consecutive segments in one column often share a key: their ns are
+    // summed before one map update (sums of integers, so the same totals).
+    let mut run: Option<(usize, Key, Ns)> = None;
     for s in segs {
         let key = (s.cause, name(s.op), name(s.annotation), s.source);
-        spread(window, n, (s.start, s.end), |c, ns| {
-            columns[c].idle.add(s.cause, ns);
-            *blame[c].entry(key).or_default() += ns;
+        spread_over(&columns, window, (s.start, s.end), |c, ns| {
+            idle[c].add(s.cause, ns);
+            match &mut run {
+                Some((rc, rk, rns)) if *rc == c && *rk == key => *rns += ns,
+                _ => {
+                    if let Some((rc, rk, rns)) = run.replace((c, key, ns)) {
+                        *blame[rc].entry(rk).or_default() += rns;
+                    }
+                }
+            }
         });
+    }
+    if let Some((rc, rk, rns)) = run {
+        *blame[rc].entry(rk).or_default() += rns;
+    }
+    for ((col, b), i) in columns.iter_mut().zip(busy_ns).zip(idle) {
+        col.busy_ns = b;
+        col.idle = i;
     }
     for (col, b) in columns.iter_mut().zip(blame) {
         col.culprit = b
@@ -155,10 +192,10 @@ mod tests {
     fn spread_tiles_the_window() {
         let w = (100, 200);
         let mut got = vec![0; 3];
-        spread(w, 3, (90, 210), |c, ns| got[c] += ns);
+        spread_over(&empty_columns(w, 3), w, (90, 210), |c, ns| got[c] += ns);
         assert_eq!(got, vec![33, 33, 34]);
         let mut got = vec![0; 3];
-        spread(w, 3, (140, 170), |c, ns| got[c] += ns);
+        spread_over(&empty_columns(w, 3), w, (140, 170), |c, ns| got[c] += ns);
         // Columns: [100,133) [133,166) [166,200).
         assert_eq!(got, vec![0, 26, 4]);
     }
