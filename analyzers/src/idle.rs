@@ -221,16 +221,7 @@ mod tests {
     use super::*;
 
     fn seg(start: Ns, end: Ns) -> IdleSegment {
-        IdleSegment {
-            start,
-            end,
-            cause: Cause::CpuOp,
-            op: None,
-            annotation: None,
-            source: Strings::EMPTY,
-            first_call: false,
-            queued_from: Ns::MAX,
-        }
+        IdleSegment::unblamed(start, end, Cause::CpuOp)
     }
 
     /// The heap keeps what sorting every gap and keeping the first

@@ -137,6 +137,21 @@ pub struct IdleSegment {
 }
 
 impl IdleSegment {
+    /// `[start, end)` with `cause` and no blame: what tests draw.
+    #[cfg(test)]
+    pub(crate) fn unblamed(start: Ns, end: Ns, cause: Cause) -> IdleSegment {
+        IdleSegment {
+            start,
+            end,
+            cause,
+            op: None,
+            annotation: None,
+            source: Strings::EMPTY,
+            first_call: false,
+            queued_from: Ns::MAX,
+        }
+    }
+
     /// Length in ns.
     pub fn dur(&self) -> Ns {
         self.end - self.start

@@ -203,16 +203,7 @@ mod tests {
     #[test]
     fn columns_add_up_to_their_length() {
         let t = Trace::default();
-        let segs = [IdleSegment {
-            start: 10,
-            end: 40,
-            cause: Cause::Sync,
-            op: None,
-            annotation: None,
-            source: Strings::EMPTY,
-            first_call: false,
-            queued_from: Ns::MAX,
-        }];
+        let segs = [IdleSegment::unblamed(10, 40, Cause::Sync)];
         let s = strip(&t, 0, (0, 100), &[(0, 10), (40, 100)], &segs, 7);
         for c in &s.columns {
             assert_eq!(c.busy_ns + c.idle.total(), c.end - c.start);

@@ -164,19 +164,9 @@ impl Pieces {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gapscope_collectors::trace::Strings;
 
     fn seg(start: Ns, end: Ns, cause: Cause) -> IdleSegment {
-        IdleSegment {
-            start,
-            end,
-            cause,
-            op: None,
-            annotation: None,
-            source: Strings::EMPTY,
-            first_call: false,
-            queued_from: Ns::MAX,
-        }
+        IdleSegment::unblamed(start, end, cause)
     }
 
     #[test]
