@@ -31,17 +31,17 @@ use writer::{PacketWriter, SEQUENCE_ID};
 pub struct Options {
     /// Width of a GPU utilization bin, ns.
     pub utilization_bin_ns: i64,
-    /// zlib level of the compressed packet chunks; `None` writes plain
-    /// packets.
+    /// Level (libdeflate's, 1-12) of the zlib-compressed packet chunks;
+    /// `None` writes plain packets.
     pub compression: Option<u32>,
 }
 
-/// The default zlib level. zlib-rs's level 2 (its fast deflate) encodes 1M
-/// slices as fast as plain packets (there is 17x less to write) while
-/// level 6 took 2.5x as long for files 10-30% smaller; every shared trace
-/// is within the 35% size goal at level 2 (bench/README.md, "Perfetto
-/// export").
-pub const DEFAULT_COMPRESSION: u32 = 2;
+/// The default level. libdeflate's level 1 compressed an export's packets
+/// in two thirds of the time zlib-rs's level 2 (the default before) took,
+/// into a 3% smaller file; higher levels cost more than the few percent
+/// of size they save (bench/README.md, "libdeflate for the export's
+/// chunks").
+pub const DEFAULT_COMPRESSION: u32 = 1;
 
 impl Default for Options {
     fn default() -> Self {
@@ -278,7 +278,7 @@ fn write_own<W: Write>(trace: &Trace, opts: &Options, rank: Option<&RankExport>,
     let no_map = HashMap::new();
     let begin_flows = rank.map_or(&no_map, |r| &r.begin_flows);
 
-    let level = opts.compression.map(|l| flate2::Compression::new(l.min(9)));
+    let level = opts.compression;
     let t0 = abs(items_min.unwrap_or(floor));
     let mut w = match rank {
         Some(r) => PacketWriter::with_sequence(out, &trace.strings, t0, unit, level, r.sequence),
@@ -396,7 +396,7 @@ fn write_derived<W: Write>(
             .chain(counter_times()),
         base,
     );
-    let level = opts.compression.map(|l| flate2::Compression::new(l.min(9)));
+    let level = opts.compression;
     let sequence = rank.map_or(SEQUENCE_ID, |r| r.sequence) + 1;
     let mut w = PacketWriter::with_sequence(out, &trace.strings, abs(min_ts), unit, level, sequence);
     for td in std::mem::take(&mut layout.descriptors) {
