@@ -249,9 +249,9 @@ pub struct PacketWriter<'t, W: Write> {
     name_sent: Vec<bool>,
     /// Other names: iids after the trace's.
     text_iids: FxMap<String, u64>,
-    /// A few dozen static names at most: a scan beats hashing.
-    cat_iids: Vec<&'static str>,
-    arg_iids: Vec<&'static str>,
+    /// Categories and arg names: a few dozen static names.
+    cat_iids: StaticIids,
+    arg_iids: StaticIids,
     /// Arg string values: iid of trace string `i` (0: not sent yet), and of
     /// other text; one iid space for both.
     value_iid_of_id: Vec<u64>,
@@ -263,6 +263,11 @@ pub struct PacketWriter<'t, W: Write> {
     /// Scratch for a BEGIN's TrackEvent and InternedData bytes.
     event: Vec<u8>,
     interned_bytes: Vec<u8>,
+    /// A BEGIN's args as encoded: (name iid, value).
+    annotations: Vec<(u64, Annotation)>,
+    /// Where a BEGIN without interned data is put together: its header
+    /// right before its event, which starts at [`HEAD_MAX`].
+    packet: Box<[u8; BEGIN_MAX]>,
     /// Names first used by the packet being built.
     interned: InternedData,
     first: bool,
@@ -312,8 +317,8 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             unit,
             name_sent: vec![false; strings.len()],
             text_iids: FxMap::default(),
-            cat_iids: Vec::new(),
-            arg_iids: Vec::new(),
+            cat_iids: StaticIids::default(),
+            arg_iids: StaticIids::default(),
             value_iid_of_id: vec![0; strings.len()],
             value_iids: FxMap::default(),
             dims_iids: FxMap::default(),
@@ -321,6 +326,8 @@ impl<'t, W: Write> PacketWriter<'t, W> {
             text: String::new(),
             event: Vec::with_capacity(256),
             interned_bytes: Vec::with_capacity(256),
+            annotations: Vec::with_capacity(16),
+            packet: Box::new([0; BEGIN_MAX]),
             interned: InternedData::default(),
             first: true,
             counts: Counts::default(),
@@ -389,9 +396,10 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         self.counts.flows += terminating.len() as u64;
         let name_iid = self.name_iid(name);
         let cat_iid = self.cat_iid(category);
-        let mut ev = std::mem::take(&mut self.event);
-        ev.clear();
-        encode_event_head(&mut ev, cat_iid);
+        // Names and values first: a first use adds to the interned data,
+        // which decides how the packet is put together.
+        let mut anns = std::mem::take(&mut self.annotations);
+        anns.clear();
         for a in args {
             let name = self.arg_iid(a.name);
             let value = match a.value {
@@ -401,21 +409,48 @@ impl<'t, W: Write> PacketWriter<'t, W> {
                 ArgValue::Str(s) => Annotation::StringIid(self.value_iid_text(s)),
                 ArgValue::Dims(d) => Annotation::StringIid(self.value_iid_dims(d)),
             };
-            encode_annotation(&mut ev, name, value);
-        }
-        encode_event_tail(&mut ev, name_iid, track, flows, terminating);
-        let mut interned = std::mem::take(&mut self.interned_bytes);
-        interned.clear();
-        if !self.interned.is_empty() {
-            // Rare (first uses only): prost is fine here.
-            let _ = self.interned.encode(&mut interned);
-            self.interned.clear();
+            anns.push((name, value));
         }
         let delta = self.delta(ts);
         let before = self.buf.len();
-        encode_begin(&mut self.buf, delta, self.sequence, &interned, &ev);
-        self.event = ev;
-        self.interned_bytes = interned;
+        let fits = anns.len() <= FAST_ARGS && flows.len() + terminating.len() <= FAST_FLOWS;
+        if self.interned.is_empty() && fits {
+            // Almost every BEGIN: put together in one buffer with a
+            // running index, then appended at once.
+            let event = Event {
+                cat_iid,
+                args: &anns,
+                name_iid,
+                track,
+                flows,
+                terminating,
+            };
+            let at = encode_begin_in(&mut self.packet, delta, self.sequence, &event);
+            self.buf.extend_from_slice(&self.packet[at]);
+        } else {
+            let mut ev = std::mem::take(&mut self.event);
+            ev.clear();
+            let event = Event {
+                cat_iid,
+                args: &anns,
+                name_iid,
+                track,
+                flows,
+                terminating,
+            };
+            encode_event(&mut ev, &event);
+            let mut interned = std::mem::take(&mut self.interned_bytes);
+            interned.clear();
+            if !self.interned.is_empty() {
+                // Rare (first uses only): prost is fine here.
+                let _ = self.interned.encode(&mut interned);
+                self.interned.clear();
+            }
+            encode_begin(&mut self.buf, delta, self.sequence, &interned, &ev);
+            self.event = ev;
+            self.interned_bytes = interned;
+        }
+        self.annotations = anns;
         self.emitted(before)
     }
 
@@ -676,15 +711,11 @@ impl<'t, W: Write> PacketWriter<'t, W> {
     }
 
     fn cat_iid(&mut self, cat: &'static str) -> u64 {
-        intern_static(&mut self.cat_iids, &mut self.interned.event_categories, cat)
+        self.cat_iids.iid(&mut self.interned.event_categories, cat)
     }
 
     fn arg_iid(&mut self, name: &'static str) -> u64 {
-        intern_static(
-            &mut self.arg_iids,
-            &mut self.interned.debug_annotation_names,
-            name,
-        )
+        self.arg_iids.iid(&mut self.interned.debug_annotation_names, name)
     }
 }
 
@@ -732,6 +763,46 @@ impl InternedData {
     }
 }
 
+/// The iids of a few dozen static names (iid = position + 1), looked up
+/// by the literal's address: a BEGIN looks up its category and each arg
+/// name, millions of times in a big export.
+struct StaticIids {
+    names: Vec<&'static str>,
+    /// Address and length of a name, and its iid (0: empty slot), in slot
+    /// [`StaticIids::slot`].
+    recent: [(usize, usize, u64); 64],
+}
+
+impl Default for StaticIids {
+    fn default() -> Self {
+        StaticIids {
+            names: Vec::new(),
+            recent: [(0, 0, 0); 64],
+        }
+    }
+}
+
+impl StaticIids {
+    #[inline]
+    fn slot(s: &str) -> usize {
+        let a = s.as_ptr() as usize;
+        (a ^ a >> 6 ^ s.len()) & 63
+    }
+
+    /// iid of `s`, adding it to `new` on first use.
+    #[inline]
+    fn iid(&mut self, new: &mut Vec<InternedString>, s: &'static str) -> u64 {
+        let k = Self::slot(s);
+        let (a, n, iid) = self.recent[k];
+        if iid != 0 && a == s.as_ptr() as usize && n == s.len() {
+            return iid;
+        }
+        let iid = intern_static(&mut self.names, new, s);
+        self.recent[k] = (s.as_ptr() as usize, s.len(), iid);
+        iid
+    }
+}
+
 /// iid of `s` in `table` (iid = position + 1), adding it to `new` on
 /// first use.
 fn intern_static(table: &mut Vec<&'static str>, new: &mut Vec<InternedString>, s: &'static str) -> u64 {
@@ -755,14 +826,69 @@ fn intern_static(table: &mut Vec<&'static str>, new: &mut Vec<InternedString>, s
 // tag byte is `field << 3 | wire type` (0 varint, 1 fixed64, 2 length-
 // delimited), two varint bytes from field 16 on.
 
+/// Where the encoders write: a `Vec`, or a [`Cursor`] over a buffer big
+/// enough for the packet (the common, faster case: the index stays in a
+/// register where a `Vec`'s length goes back to memory at every byte).
+trait Sink {
+    fn byte(&mut self, b: u8);
+    fn bytes(&mut self, s: &[u8]);
+    /// Appends `v` as a protobuf varint.
+    #[inline]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.byte(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+}
+
+impl Sink for Vec<u8> {
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.push(b);
+    }
+    #[inline]
+    fn bytes(&mut self, s: &[u8]) {
+        self.extend_from_slice(s);
+    }
+}
+
+/// Writes into `a` from `n` on; the caller sizes `a` for what it writes
+/// (an index past it panics: a bug, never a short packet).
+struct Cursor<'a> {
+    a: &'a mut [u8],
+    n: usize,
+}
+
+impl Sink for Cursor<'_> {
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.a[self.n] = b;
+        self.n += 1;
+    }
+    #[inline]
+    fn bytes(&mut self, s: &[u8]) {
+        self.a[self.n..self.n + s.len()].copy_from_slice(s);
+        self.n += s.len();
+    }
+}
+
+/// Room for a BEGIN's header (framing, timestamp, sequence id, flags, the
+/// event's tag and length) before its event: at most 2 + 10 + 11 + 6 + 2
+/// + 6 bytes.
+const HEAD_MAX: usize = 40;
+/// A BEGIN with at most this many args and flows goes through the
+/// one-buffer path: 11 bytes of category, 26 per arg, 26 of type, name
+/// and track, 10 per flow id stay within [`BEGIN_MAX`].
+const FAST_ARGS: usize = 24;
+const FAST_FLOWS: usize = 32;
+const BEGIN_MAX: usize = HEAD_MAX + 11 + FAST_ARGS * 26 + 26 + FAST_FLOWS * 10;
+
 /// Appends `v` as a protobuf varint.
 #[inline]
-fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
+fn put_varint(buf: &mut Vec<u8>, v: u64) {
+    buf.varint(v);
 }
 
 #[inline]
@@ -778,38 +904,80 @@ enum Annotation {
     StringIid(u64),
 }
 
+/// What a BEGIN's TrackEvent holds, its names and values as iids.
+struct Event<'a> {
+    cat_iid: u64,
+    args: &'a [(u64, Annotation)],
+    name_iid: u64,
+    track: u64,
+    flows: &'a [u64],
+    terminating: &'a [u64],
+}
+
+/// A BEGIN's TrackEvent: `category_iids` (3), the args, then
+/// [`encode_event_tail`].
+#[inline]
+fn encode_event<S: Sink>(ev: &mut S, e: &Event<'_>) {
+    encode_event_head(ev, e.cat_iid);
+    for &(name, value) in e.args {
+        encode_annotation(ev, name, value);
+    }
+    encode_event_tail(ev, e.name_iid, e.track, e.flows, e.terminating);
+}
+
+/// A whole BEGIN packet without interned data, put together in `p`: the
+/// event from [`HEAD_MAX`] on, then its header right before it. Returns
+/// where the packet lies in `p`. `e` has at most [`FAST_ARGS`] args and
+/// [`FAST_FLOWS`] flows.
+#[inline]
+fn encode_begin_in(p: &mut [u8; BEGIN_MAX], delta: u64, seq: u32, e: &Event<'_>) -> std::ops::Range<usize> {
+    debug_assert!(e.args.len() <= FAST_ARGS && e.flows.len() + e.terminating.len() <= FAST_FLOWS);
+    let (head, event) = p.split_at_mut(HEAD_MAX);
+    let mut ev = Cursor { a: event, n: 0 };
+    encode_event(&mut ev, e);
+    let event_len = ev.n;
+    let mut h = [0u8; HEAD_MAX];
+    let mut hc = Cursor { a: &mut h, n: 0 };
+    encode_begin_head(&mut hc, delta, seq, 0, event_len);
+    hc.byte(11 << 3 | 2);
+    hc.varint(event_len as u64);
+    let head_len = hc.n;
+    head[HEAD_MAX - head_len..].copy_from_slice(&h[..head_len]);
+    HEAD_MAX - head_len..HEAD_MAX + event_len
+}
+
 /// TrackEvent of a BEGIN, first part: `category_iids` (3).
 #[inline]
-fn encode_event_head(ev: &mut Vec<u8>, cat_iid: u64) {
-    ev.push(3 << 3);
-    put_varint(ev, cat_iid);
+fn encode_event_head<S: Sink>(ev: &mut S, cat_iid: u64) {
+    ev.byte(3 << 3);
+    ev.varint(cat_iid);
 }
 
 /// One `debug_annotations` (4) entry: `name_iid` (1) and the value: `int`
 /// (4, varint), `double` (5, fixed64) or `string_value_iid` (17, varint).
 #[inline]
-fn encode_annotation(ev: &mut Vec<u8>, name_iid: u64, value: Annotation) {
+fn encode_annotation<S: Sink>(ev: &mut S, name_iid: u64, value: Annotation) {
     let value_len = match value {
         Annotation::Int(v) => 1 + varint_len(v as u64),
         Annotation::Double(_) => 1 + 8,
         Annotation::StringIid(v) => 2 + varint_len(v),
     };
-    ev.push(4 << 3 | 2);
-    put_varint(ev, (1 + varint_len(name_iid) + value_len) as u64);
-    ev.push(1 << 3);
-    put_varint(ev, name_iid);
+    ev.byte(4 << 3 | 2);
+    ev.varint((1 + varint_len(name_iid) + value_len) as u64);
+    ev.byte(1 << 3);
+    ev.varint(name_iid);
     match value {
         Annotation::Int(v) => {
-            ev.push(4 << 3);
-            put_varint(ev, v as u64);
+            ev.byte(4 << 3);
+            ev.varint(v as u64);
         }
         Annotation::Double(v) => {
-            ev.push(5 << 3 | 1);
-            ev.extend_from_slice(&v.to_le_bytes());
+            ev.byte(5 << 3 | 1);
+            ev.bytes(&v.to_le_bytes());
         }
         Annotation::StringIid(v) => {
-            ev.extend_from_slice(&[0x88, 0x01]); // 17 << 3
-            put_varint(ev, v);
+            ev.bytes(&[0x88, 0x01]); // 17 << 3
+            ev.varint(v);
         }
     }
 }
@@ -818,30 +986,32 @@ fn encode_annotation(ev: &mut Vec<u8>, name_iid: u64, value: Annotation) {
 /// (10), `track_uuid` (11), `flow_ids` (47) and `terminating_flow_ids` (48),
 /// unpacked fixed64.
 #[inline]
-fn encode_event_tail(ev: &mut Vec<u8>, name_iid: u64, track: u64, flows: &[u64], terminating: &[u64]) {
-    ev.extend_from_slice(&[9 << 3, EventType::SliceBegin as u8, 10 << 3]);
-    put_varint(ev, name_iid);
-    ev.push(11 << 3);
-    put_varint(ev, track);
+fn encode_event_tail<S: Sink>(ev: &mut S, name_iid: u64, track: u64, flows: &[u64], terminating: &[u64]) {
+    ev.bytes(&[9 << 3, EventType::SliceBegin as u8, 10 << 3]);
+    ev.varint(name_iid);
+    ev.byte(11 << 3);
+    ev.varint(track);
     for &f in flows {
-        ev.extend_from_slice(&[0xF9, 0x02]); // 47 << 3 | 1
-        ev.extend_from_slice(&f.to_le_bytes());
+        ev.bytes(&[0xF9, 0x02]); // 47 << 3 | 1
+        ev.bytes(&f.to_le_bytes());
     }
     for &f in terminating {
-        ev.extend_from_slice(&[0x81, 0x03]); // 48 << 3 | 1
-        ev.extend_from_slice(&f.to_le_bytes());
+        ev.bytes(&[0x81, 0x03]); // 48 << 3 | 1
+        ev.bytes(&f.to_le_bytes());
     }
 }
 
-/// `Trace.packet` (field 1) holding `{timestamp: delta,
-/// trusted_packet_sequence_id, interned_data (12, when not empty),
-/// sequence_flags: NEEDS_INCREMENTAL_STATE, track_event: event}`, with
-/// `interned` and `event` already encoded.
-fn encode_begin(buf: &mut Vec<u8>, delta: u64, seq: u32, interned: &[u8], event: &[u8]) {
-    let interned_len = if interned.is_empty() {
+/// The start of a BEGIN packet of `interned_len` bytes of interned data
+/// and `event_len` of event: the framing, `timestamp`,
+/// `trusted_packet_sequence_id` and `sequence_flags`. The caller writes
+/// the interned data (tag, length, bytes; none when 0), then the event's
+/// tag, length and bytes.
+#[inline]
+fn encode_begin_head<S: Sink>(out: &mut S, delta: u64, seq: u32, interned_len: usize, event_len: usize) {
+    let interned_len = if interned_len == 0 {
         0
     } else {
-        1 + varint_len(interned.len() as u64) + interned.len()
+        1 + varint_len(interned_len as u64) + interned_len
     };
     let packet_len = 1
         + varint_len(delta)
@@ -850,27 +1020,34 @@ fn encode_begin(buf: &mut Vec<u8>, delta: u64, seq: u32, interned: &[u8], event:
         + interned_len
         + 2
         + 1
-        + varint_len(event.len() as u64)
-        + event.len();
-    buf.reserve(1 + varint_len(packet_len as u64) + packet_len);
-    buf.push(1 << 3 | 2);
-    put_varint(buf, packet_len as u64);
-    let start = buf.len();
-    buf.push(8 << 3);
-    put_varint(buf, delta);
+        + varint_len(event_len as u64)
+        + event_len;
+    out.byte(1 << 3 | 2);
+    out.varint(packet_len as u64);
+    out.byte(8 << 3);
+    out.varint(delta);
     // Every packet that uses iids says so, or the names come out NULL.
-    buf.push(10 << 3);
-    put_varint(buf, seq as u64);
-    buf.extend_from_slice(&[13 << 3, SEQ_NEEDS_INCREMENTAL_STATE as u8]);
+    out.byte(10 << 3);
+    out.varint(seq as u64);
+    out.bytes(&[13 << 3, SEQ_NEEDS_INCREMENTAL_STATE as u8]);
+}
+
+/// `Trace.packet` (field 1) holding `{timestamp: delta,
+/// trusted_packet_sequence_id, interned_data (12, when not empty),
+/// sequence_flags: NEEDS_INCREMENTAL_STATE, track_event: event}`, with
+/// `interned` and `event` already encoded.
+fn encode_begin(buf: &mut Vec<u8>, delta: u64, seq: u32, interned: &[u8], event: &[u8]) {
+    let start = buf.len();
+    encode_begin_head(buf, delta, seq, interned.len(), event.len());
     if !interned.is_empty() {
-        buf.push(12 << 3 | 2);
-        put_varint(buf, interned.len() as u64);
-        buf.extend_from_slice(interned);
+        buf.byte(12 << 3 | 2);
+        buf.varint(interned.len() as u64);
+        buf.bytes(interned);
     }
-    buf.push(11 << 3 | 2);
-    put_varint(buf, event.len() as u64);
-    buf.extend_from_slice(event);
-    debug_assert_eq!(buf.len() - start, packet_len);
+    buf.byte(11 << 3 | 2);
+    buf.varint(event.len() as u64);
+    buf.bytes(event);
+    debug_assert!(buf.len() > start);
 }
 
 /// `Trace.packet` (field 1) holding `{timestamp: delta,
@@ -879,9 +1056,9 @@ fn encode_begin(buf: &mut Vec<u8>, delta: u64, seq: u32, interned: &[u8], event:
 fn encode_end(buf: &mut Vec<u8>, delta: u64, seq: u32, track: u64) {
     // TrackEvent: type (9, varint) = 2; track_uuid (11, varint).
     let event_len = 2 + 1 + varint_len(track);
-    encode_event_packet(buf, delta, seq, event_len, |buf| {
-        buf.extend_from_slice(&[9 << 3, EventType::SliceEnd as u8, 11 << 3]);
-        put_varint(buf, track);
+    encode_event_packet(buf, delta, seq, event_len, |out| {
+        out.bytes(&[9 << 3, EventType::SliceEnd as u8, 11 << 3]);
+        out.varint(track);
     });
 }
 
@@ -895,46 +1072,51 @@ fn encode_counter(buf: &mut Vec<u8>, delta: u64, seq: u32, track: u64, value: f6
         None => 2 + 8,
     };
     let event_len = 2 + 1 + varint_len(track) + value_len;
-    encode_event_packet(buf, delta, seq, event_len, |buf| {
-        buf.extend_from_slice(&[9 << 3, EventType::Counter as u8, 11 << 3]);
-        put_varint(buf, track);
+    encode_event_packet(buf, delta, seq, event_len, |out| {
+        out.bytes(&[9 << 3, EventType::Counter as u8, 11 << 3]);
+        out.varint(track);
         match int {
             Some(v) => {
-                buf.extend_from_slice(&[0xF0, 0x01]); // 30 << 3
-                put_varint(buf, v as u64);
+                out.bytes(&[0xF0, 0x01]); // 30 << 3
+                out.varint(v as u64);
             }
             None => {
-                buf.extend_from_slice(&[0xE1, 0x02]); // 44 << 3 | 1
-                buf.extend_from_slice(&value.to_le_bytes());
+                out.bytes(&[0xE1, 0x02]); // 44 << 3 | 1
+                out.bytes(&value.to_le_bytes());
             }
         }
     });
 }
 
 /// A packet with `timestamp` (8), `trusted_packet_sequence_id` (10) and a
-/// `track_event` (11) of `event_len` bytes written by `event`.
+/// `track_event` (11) of `event_len` bytes (at most 36) written by
+/// `event`, put together on the stack and appended at once.
 #[inline]
 fn encode_event_packet(
     buf: &mut Vec<u8>,
     delta: u64,
     seq: u32,
     event_len: usize,
-    event: impl FnOnce(&mut Vec<u8>),
+    event: impl FnOnce(&mut Cursor<'_>),
 ) {
     let packet_len =
         1 + varint_len(delta) + 1 + varint_len(seq as u64) + 1 + varint_len(event_len as u64) + event_len;
-    buf.reserve(1 + varint_len(packet_len as u64) + packet_len);
-    buf.push(1 << 3 | 2);
-    put_varint(buf, packet_len as u64);
-    let start = buf.len();
-    buf.push(8 << 3);
-    put_varint(buf, delta);
-    buf.push(10 << 3);
-    put_varint(buf, seq as u64);
-    buf.push(11 << 3 | 2);
-    put_varint(buf, event_len as u64);
-    event(buf);
-    debug_assert_eq!(buf.len() - start, packet_len);
+    // Framing 2 + 10, timestamp 11, sequence id 6, event 2 + 36.
+    let mut a = [0u8; 72];
+    let mut out = Cursor { a: &mut a, n: 0 };
+    out.byte(1 << 3 | 2);
+    out.varint(packet_len as u64);
+    let start = out.n;
+    out.byte(8 << 3);
+    out.varint(delta);
+    out.byte(10 << 3);
+    out.varint(seq as u64);
+    out.byte(11 << 3 | 2);
+    out.varint(event_len as u64);
+    event(&mut out);
+    debug_assert_eq!(out.n - start, packet_len);
+    let n = out.n;
+    buf.extend_from_slice(&a[..n]);
 }
 
 #[cfg(test)]
@@ -1058,6 +1240,27 @@ mod tests {
                 vec![7, 8],
                 InternedData::default(),
             ),
+            // The most the one-buffer path takes, every number at its
+            // longest.
+            (
+                u64::MAX,
+                u64::MAX,
+                u64::MAX,
+                u64::MAX,
+                (0..FAST_ARGS as u64)
+                    .map(|k| {
+                        let v = match k % 3 {
+                            0 => Annotation::Int(i64::MIN),
+                            1 => Annotation::Double(f64::MAX),
+                            _ => Annotation::StringIid(u64::MAX),
+                        };
+                        (u64::MAX - k, v)
+                    })
+                    .collect(),
+                (0..FAST_FLOWS as u64 / 2).map(|k| u64::MAX - k).collect(),
+                (0..FAST_FLOWS as u64 / 2).collect(),
+                InternedData::default(),
+            ),
         ];
         for (delta, track, name, cat, args, flows, term, interned) in cases {
             let mut ev = Vec::new();
@@ -1102,6 +1305,28 @@ mod tests {
             };
             assert_eq!(buf.len(), prost_len(&want));
             assert_eq!(decode_one(&buf), want);
+            if want.interned_data.is_none() {
+                // The one-buffer path writes the same bytes.
+                let event = Event {
+                    cat_iid: cat,
+                    args: &args,
+                    name_iid: name,
+                    track,
+                    flows: &want_flows(&want).0,
+                    terminating: &want_flows(&want).1,
+                };
+                let mut p = Box::new([0u8; BEGIN_MAX]);
+                let at = encode_begin_in(&mut p, delta, seq, &event);
+                assert_eq!(&p[at], &buf[..]);
+            }
+        }
+    }
+
+    /// The flow ids a BEGIN packet starts and ends.
+    fn want_flows(p: &TracePacket) -> (Vec<u64>, Vec<u64>) {
+        match &p.data {
+            Some(PacketData::TrackEvent(e)) => (e.flow_ids.clone(), e.terminating_flow_ids.clone()),
+            _ => (Vec::new(), Vec::new()),
         }
     }
 
