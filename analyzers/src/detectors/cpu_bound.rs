@@ -117,7 +117,25 @@ pub(super) fn detect<T: Send>(
         }
         kept.push((key, pieces, idle));
     }
-    let draft = |(key, pieces, idle): (String, Vec<u32>, Ns)| -> Draft {
+    // A range group's instances are counted now, so that the taken pieces
+    // and their ranges (a million each on a big trace) are freed before
+    // the groups are drafted.
+    let kept: Vec<(String, Vec<u32>, Ns, u64)> = kept
+        .into_iter()
+        .map(|(key, pieces, idle)| {
+            let instances = if key.starts_with("r:") {
+                let mut rows = range_rows(&taken, &ranges, &pieces);
+                rows.sort_unstable();
+                rows.dedup();
+                rows.len() as u64
+            } else {
+                0
+            };
+            (key, pieces, idle, instances)
+        })
+        .collect();
+    drop((taken, ranges));
+    let draft = |(key, pieces, idle, instances): (String, Vec<u32>, Ns, u64)| -> Draft {
         let per_step = duration(idle / cx.n_steps());
         let share = percent_whole(idle, cx.window_ns());
         let mut d = if let Some(range) = key.strip_prefix("r:") {
@@ -157,10 +175,7 @@ pub(super) fn detect<T: Send>(
                     advice(cx, &pieces)
                 ),
             );
-            let mut rows = range_rows(&taken, &ranges, &pieces);
-            rows.sort_unstable();
-            rows.dedup();
-            d.occurrences = rows.len() as u64;
+            d.occurrences = instances;
             d.blame = Some((op, Some(range.to_string()), src));
             d
         } else if let Some(op) = key.strip_prefix("o:") {
