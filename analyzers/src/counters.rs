@@ -74,10 +74,16 @@ fn bins_of(len: Ns, bin: Ns) -> i64 {
 }
 
 /// Bins `busy` (sorted, disjoint spans) and `queue` (a step series as
-/// [`launch_queue`] gives it) over `window` in bins of `bin` ns from the
+/// [`launch_queue`] gives it, read once in time order: a big trace's is a
+/// million steps, not kept) over `window` in bins of `bin` ns from the
 /// window's start. One pass over each, plus one step per bin: O(spans +
 /// samples + bins). An empty window gives no bins and zero summaries.
-pub fn window_counters(busy: &[Span], queue: &[(Ns, f64)], window: Span, bin: Ns) -> Counters {
+pub fn window_counters(
+    busy: &[Span],
+    queue: impl IntoIterator<Item = (Ns, f64)>,
+    window: Span,
+    bin: Ns,
+) -> Counters {
     let (ws, we) = window;
     let bin = bin.max(1);
     let bins = bins_of(we.saturating_sub(ws), bin) as usize;
@@ -90,9 +96,12 @@ pub fn window_counters(busy: &[Span], queue: &[(Ns, f64)], window: Span, bin: Ns
         ..Default::default()
     };
     let mut k = busy.partition_point(|s| s.1 <= ws);
-    // The queue's value before the bin, and the next sample to read.
-    let mut q = queue.partition_point(|s| s.0 < ws);
-    let mut value = if q > 0 { queue[q - 1].1 as u64 } else { 0 };
+    // The queue's value before the bin; the next sample is its head.
+    let mut queue = queue.into_iter().peekable();
+    let mut value = 0;
+    while let Some((_, v)) = queue.next_if(|s| s.0 < ws) {
+        value = v as u64;
+    }
     let mut total: i128 = 0;
     for i in 0..bins {
         // Bin `i` starts inside the window (`i` < bins), so `b` fits; its
@@ -108,17 +117,15 @@ pub fn window_counters(busy: &[Span], queue: &[(Ns, f64)], window: Span, bin: Ns
             k += 1;
         }
         // A sample at the bin's start sets the value the bin starts with.
-        while q < queue.len() && queue[q].0 <= b {
-            value = queue[q].1 as u64;
-            q += 1;
+        while let Some((_, v)) = queue.next_if(|s| s.0 <= b) {
+            value = v as u64;
         }
         let (mut area, mut max, mut t) = (0i128, value, b);
-        while q < queue.len() && queue[q].0 < e {
-            area += value as i128 * (queue[q].0 - t) as i128;
-            t = queue[q].0;
-            value = queue[q].1 as u64;
+        while let Some((at, v)) = queue.next_if(|s| s.0 < e) {
+            area += value as i128 * (at - t) as i128;
+            t = at;
+            value = v as u64;
             max = max.max(value);
-            q += 1;
         }
         area += value as i128 * (e - t) as i128;
         total += area;
@@ -180,6 +187,11 @@ pub fn utilization(busy: &[Span], bin: i64) -> Vec<(i64, f64)> {
 /// started) but have not started on the GPU. Work that starts before its
 /// launch call (clock skew) was never queued and is skipped.
 pub fn launch_queue(trace: &Trace, device: u32) -> Vec<(i64, f64)> {
+    launch_queue_steps(trace, device).collect()
+}
+
+/// [`launch_queue`]'s steps, made as they are read.
+pub fn launch_queue_steps(trace: &Trace, device: u32) -> QueueDepth {
     // Launches and starts in two lists of times (8 bytes an entry, not a
     // padded 16 for a time and a sign: two per GPU row of a big trace).
     let (mut launches, mut starts): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
@@ -198,34 +210,69 @@ pub fn launch_queue(trace: &Trace, device: u32) -> Vec<(i64, f64)> {
     }
     launches.sort_unstable();
     starts.sort_unstable();
-    queue_depth(&launches, &starts)
+    QueueDepth {
+        launches,
+        starts,
+        l: 0,
+        s: 0,
+        q: 0,
+        last: None,
+    }
 }
 
 /// The queue's depth where it changes, from the sorted times work was
-/// launched and started: one step per distinct time. Starts count before
-/// launches at one time, so the queue never shows a spurious peak.
-fn queue_depth(launches: &[i64], starts: &[i64]) -> Vec<(i64, f64)> {
-    let mut out = Vec::new();
-    let mut q: i64 = 0;
-    let (mut l, mut s) = (0, 0);
-    loop {
-        let t = match (launches.get(l), starts.get(s)) {
-            (Some(&a), Some(&b)) => a.min(b),
-            (Some(&a), None) => a,
-            (None, Some(&b)) => b,
-            (None, None) => break,
-        };
-        while starts.get(s) == Some(&t) {
-            q -= 1;
-            s += 1;
+/// launched and started: one step per distinct time where the depth
+/// changes. Starts count before launches at one time, so the queue never
+/// shows a spurious peak.
+pub struct QueueDepth {
+    launches: Vec<i64>,
+    starts: Vec<i64>,
+    /// The next launch and start to read, and the depth before them.
+    l: usize,
+    s: usize,
+    q: i64,
+    /// The depth last given.
+    last: Option<i64>,
+}
+
+impl Iterator for QueueDepth {
+    type Item = (i64, f64);
+
+    fn next(&mut self) -> Option<(i64, f64)> {
+        loop {
+            let t = match (self.launches.get(self.l), self.starts.get(self.s)) {
+                (Some(&a), Some(&b)) => a.min(b),
+                (Some(&a), None) => a,
+                (None, Some(&b)) => b,
+                (None, None) => return None,
+            };
+            while self.starts.get(self.s) == Some(&t) {
+                self.q -= 1;
+                self.s += 1;
+            }
+            while self.launches.get(self.l) == Some(&t) {
+                self.q += 1;
+                self.l += 1;
+            }
+            if self.last != Some(self.q) {
+                self.last = Some(self.q);
+                return Some((t, self.q as f64));
+            }
         }
-        while launches.get(l) == Some(&t) {
-            q += 1;
-            l += 1;
-        }
-        push_changed(&mut out, t, q as f64);
     }
-    out
+}
+
+#[cfg(test)]
+fn queue_depth(launches: &[i64], starts: &[i64]) -> Vec<(i64, f64)> {
+    QueueDepth {
+        launches: launches.to_vec(),
+        starts: starts.to_vec(),
+        l: 0,
+        s: 0,
+        q: 0,
+        last: None,
+    }
+    .collect()
 }
 
 fn push_changed(out: &mut Vec<(i64, f64)>, t: i64, v: f64) {
@@ -254,7 +301,7 @@ mod tests {
         let we = Ns::MAX - 1_000;
         let bin = counter_bin(we);
         assert!(bins_of(we, bin) <= MAX_BINS);
-        let c = window_counters(&[(0, 5), (we - 10, we)], &[(0, 1.0), (5, 0.0)], (0, we), bin);
+        let c = window_counters(&[(0, 5), (we - 10, we)], [(0, 1.0), (5, 0.0)], (0, we), bin);
         assert_eq!(c.utilization_pct.len() as i64, bins_of(we, bin));
         assert!(c.utilization_pct.iter().all(|u| (0.0..=100.0).contains(u)));
         assert_eq!(c.launch_queue_window_max, 1);
@@ -347,7 +394,7 @@ mod tests {
         // queue    0 @0, 2 @8, 1 @12, 0 @20, 3 @30, 0 @36
         let busy = [(2, 12), (20, 38)];
         let queue = [(8, 2.0), (12, 1.0), (20, 0.0), (30, 3.0), (36, 0.0)];
-        let c = window_counters(&busy, &queue, (5, 40), 10);
+        let c = window_counters(&busy, queue.iter().copied(), (5, 40), 10);
         assert_eq!(c.start_ns, 5);
         assert_eq!(c.bin_ns, 10);
         assert_eq!(c.utilization_pct, vec![70.0, 50.0, 100.0, 60.0]);
@@ -357,7 +404,7 @@ mod tests {
         assert_eq!(c.launch_queue_max, vec![2, 1, 3, 3]);
         assert_eq!(c.launch_queue_window_max, 3);
         assert_eq!(c.launch_queue_window_mean, 34.0 / 35.0);
-        let none = window_counters(&busy, &queue, (7, 7), 10);
+        let none = window_counters(&busy, queue.iter().copied(), (7, 7), 10);
         assert!(none.utilization_pct.is_empty());
         assert_eq!(none.launch_queue_window_mean, 0.0);
     }

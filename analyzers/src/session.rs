@@ -321,7 +321,7 @@ impl<'t> Session<'t> {
         let bin = counters::counter_bin(span.1.saturating_sub(span.0));
         Some(counters::window_counters(
             &d.busy,
-            &self.launch_queue(device),
+            counters::launch_queue_steps(self.trace(), device),
             span,
             bin,
         ))
