@@ -413,31 +413,23 @@ impl<'t, W: Write> PacketWriter<'t, W> {
         }
         let delta = self.delta(ts);
         let before = self.buf.len();
+        let event = Event {
+            cat_iid,
+            args: &anns,
+            name_iid,
+            track,
+            flows,
+            terminating,
+        };
         let fits = anns.len() <= FAST_ARGS && flows.len() + terminating.len() <= FAST_FLOWS;
         if self.interned.is_empty() && fits {
             // Almost every BEGIN: put together in one buffer with a
             // running index, then appended at once.
-            let event = Event {
-                cat_iid,
-                args: &anns,
-                name_iid,
-                track,
-                flows,
-                terminating,
-            };
             let at = encode_begin_in(&mut self.packet, delta, self.sequence, &event);
             self.buf.extend_from_slice(&self.packet[at]);
         } else {
             let mut ev = std::mem::take(&mut self.event);
             ev.clear();
-            let event = Event {
-                cat_iid,
-                args: &anns,
-                name_iid,
-                track,
-                flows,
-                terminating,
-            };
             encode_event(&mut ev, &event);
             let mut interned = std::mem::take(&mut self.interned_bytes);
             interned.clear();
