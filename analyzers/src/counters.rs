@@ -210,14 +210,7 @@ pub fn launch_queue_steps(trace: &Trace, device: u32) -> QueueDepth {
     }
     launches.sort_unstable();
     starts.sort_unstable();
-    QueueDepth {
-        launches,
-        starts,
-        l: 0,
-        s: 0,
-        q: 0,
-        last: None,
-    }
+    QueueDepth::new(launches, starts)
 }
 
 /// The queue's depth where it changes, from the sorted times work was
@@ -233,6 +226,20 @@ pub struct QueueDepth {
     q: i64,
     /// The depth last given.
     last: Option<i64>,
+}
+
+impl QueueDepth {
+    /// From the sorted times work was launched and started.
+    fn new(launches: Vec<i64>, starts: Vec<i64>) -> QueueDepth {
+        QueueDepth {
+            launches,
+            starts,
+            l: 0,
+            s: 0,
+            q: 0,
+            last: None,
+        }
+    }
 }
 
 impl Iterator for QueueDepth {
@@ -264,15 +271,7 @@ impl Iterator for QueueDepth {
 
 #[cfg(test)]
 fn queue_depth(launches: &[i64], starts: &[i64]) -> Vec<(i64, f64)> {
-    QueueDepth {
-        launches: launches.to_vec(),
-        starts: starts.to_vec(),
-        l: 0,
-        s: 0,
-        q: 0,
-        last: None,
-    }
-    .collect()
+    QueueDepth::new(launches.to_vec(), starts.to_vec()).collect()
 }
 
 fn push_changed(out: &mut Vec<(i64, f64)>, t: i64, v: f64) {

@@ -718,24 +718,18 @@ impl<'t, W: Write> PacketWriter<'t, W> {
 /// took two thirds of zlib-rs level 2's time for a 3% smaller file
 /// (bench/README.md, "libdeflate for the export's chunks").
 fn compressed_chunk(z: &mut Compressor, packets: &[u8]) -> io::Result<Vec<u8>> {
-    let bound = z.zlib_compress_bound(packets.len());
-    let head = 2 + 2 * 10 + 2; // the tags and two varint lengths, at most
-    let mut chunk = vec![0u8; head + bound];
+    let mut deflated = vec![0u8; z.zlib_compress_bound(packets.len())];
     let n = z
-        .zlib_compress(packets, &mut chunk[head..])
+        .zlib_compress(packets, &mut deflated)
         .map_err(|e| io::Error::other(format!("compressing a chunk: {e:?}")))?;
-    // Trace.packet (1) { compressed_packets (50, length-delimited) }, framed
-    // in front of the stream, which then moves down to meet it.
+    // Trace.packet (1) { compressed_packets (50, length-delimited) }
     let packet_len = 2 + varint_len(n as u64) + n;
-    let mut frame = Vec::with_capacity(24);
-    frame.push(1 << 3 | 2);
-    put_varint(&mut frame, packet_len as u64);
-    frame.extend_from_slice(&[0x92, 0x03]); // 50 << 3 | 2
-    put_varint(&mut frame, n as u64);
-    let from = head - frame.len();
-    chunk[from..head].copy_from_slice(&frame);
-    chunk.truncate(head + n);
-    chunk.drain(..from);
+    let mut chunk = Vec::with_capacity(n + 24);
+    chunk.byte(1 << 3 | 2);
+    chunk.varint(packet_len as u64);
+    chunk.bytes(&[0x92, 0x03]); // 50 << 3 | 2
+    chunk.varint(n as u64);
+    chunk.bytes(&deflated[..n]);
     Ok(chunk)
 }
 
@@ -877,12 +871,6 @@ const FAST_ARGS: usize = 24;
 const FAST_FLOWS: usize = 32;
 const BEGIN_MAX: usize = HEAD_MAX + 11 + FAST_ARGS * 26 + 26 + FAST_FLOWS * 10;
 
-/// Appends `v` as a protobuf varint.
-#[inline]
-fn put_varint(buf: &mut Vec<u8>, v: u64) {
-    buf.varint(v);
-}
-
 #[inline]
 fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
@@ -930,9 +918,7 @@ fn encode_begin_in(p: &mut [u8; BEGIN_MAX], delta: u64, seq: u32, e: &Event<'_>)
     let event_len = ev.n;
     let mut h = [0u8; HEAD_MAX];
     let mut hc = Cursor { a: &mut h, n: 0 };
-    encode_begin_head(&mut hc, delta, seq, 0, event_len);
-    hc.byte(11 << 3 | 2);
-    hc.varint(event_len as u64);
+    encode_begin_head(&mut hc, delta, seq, &[], event_len);
     let head_len = hc.n;
     head[HEAD_MAX - head_len..].copy_from_slice(&h[..head_len]);
     HEAD_MAX - head_len..HEAD_MAX + event_len
@@ -993,17 +979,17 @@ fn encode_event_tail<S: Sink>(ev: &mut S, name_iid: u64, track: u64, flows: &[u6
     }
 }
 
-/// The start of a BEGIN packet of `interned_len` bytes of interned data
-/// and `event_len` of event: the framing, `timestamp`,
-/// `trusted_packet_sequence_id` and `sequence_flags`. The caller writes
-/// the interned data (tag, length, bytes; none when 0), then the event's
-/// tag, length and bytes.
+/// A BEGIN packet up to its event's bytes: the framing, `timestamp`,
+/// `trusted_packet_sequence_id`, `sequence_flags`, `interned` (encoded
+/// InternedData, field 12, when not empty), then the `track_event` (11)
+/// tag and length of an event of `event_len` bytes, which the caller
+/// writes next.
 #[inline]
-fn encode_begin_head<S: Sink>(out: &mut S, delta: u64, seq: u32, interned_len: usize, event_len: usize) {
-    let interned_len = if interned_len == 0 {
+fn encode_begin_head<S: Sink>(out: &mut S, delta: u64, seq: u32, interned: &[u8], event_len: usize) {
+    let interned_len = if interned.is_empty() {
         0
     } else {
-        1 + varint_len(interned_len as u64) + interned_len
+        1 + varint_len(interned.len() as u64) + interned.len()
     };
     let packet_len = 1
         + varint_len(delta)
@@ -1022,6 +1008,13 @@ fn encode_begin_head<S: Sink>(out: &mut S, delta: u64, seq: u32, interned_len: u
     out.byte(10 << 3);
     out.varint(seq as u64);
     out.bytes(&[13 << 3, SEQ_NEEDS_INCREMENTAL_STATE as u8]);
+    if !interned.is_empty() {
+        out.byte(12 << 3 | 2);
+        out.varint(interned.len() as u64);
+        out.bytes(interned);
+    }
+    out.byte(11 << 3 | 2);
+    out.varint(event_len as u64);
 }
 
 /// `Trace.packet` (field 1) holding `{timestamp: delta,
@@ -1029,17 +1022,8 @@ fn encode_begin_head<S: Sink>(out: &mut S, delta: u64, seq: u32, interned_len: u
 /// sequence_flags: NEEDS_INCREMENTAL_STATE, track_event: event}`, with
 /// `interned` and `event` already encoded.
 fn encode_begin(buf: &mut Vec<u8>, delta: u64, seq: u32, interned: &[u8], event: &[u8]) {
-    let start = buf.len();
-    encode_begin_head(buf, delta, seq, interned.len(), event.len());
-    if !interned.is_empty() {
-        buf.byte(12 << 3 | 2);
-        buf.varint(interned.len() as u64);
-        buf.bytes(interned);
-    }
-    buf.byte(11 << 3 | 2);
-    buf.varint(event.len() as u64);
+    encode_begin_head(buf, delta, seq, interned, event.len());
     buf.bytes(event);
-    debug_assert!(buf.len() > start);
 }
 
 /// `Trace.packet` (field 1) holding `{timestamp: delta,
@@ -1429,7 +1413,7 @@ mod tests {
     fn varint_lengths() {
         for v in [0u64, 1, 127, 128, 16_383, 16_384, u64::MAX] {
             let mut b = Vec::new();
-            put_varint(&mut b, v);
+            b.varint(v);
             assert_eq!(b.len(), varint_len(v), "{v}");
             assert_eq!(b.len(), prost::encoding::encoded_len_varint(v), "{v}");
         }
