@@ -6,7 +6,7 @@
 //! ```
 //!
 //! It times the default (compressed) output and plain packets;
-//! `GAPSCOPE_BENCH_LEVELS=1,4,9` adds those zlib levels.
+//! `GAPSCOPE_BENCH_LEVELS=1,4,9` adds those libdeflate levels (1-12).
 //!
 //! Results are written down in bench/README.md, section "Perfetto export".
 
@@ -92,7 +92,7 @@ fn encode_one_million_slices() {
         gaps
     );
     // The default (compressed at the default level) first: that is the
-    // number the goal is about. Then plain packets and other zlib levels,
+    // number the goal is about. Then plain packets and other libdeflate levels,
     // for what compression costs in time and saves in size.
     let default = perfetto::Options::default();
     let mut variants = vec![
@@ -110,7 +110,7 @@ fn encode_one_million_slices() {
         let level: u32 = level
             .trim()
             .parse()
-            .expect("GAPSCOPE_BENCH_LEVELS: comma-separated zlib levels");
+            .expect("GAPSCOPE_BENCH_LEVELS: comma-separated libdeflate levels");
         variants.push((
             "level",
             perfetto::Options {
@@ -141,7 +141,7 @@ fn encode_one_million_slices() {
         times.sort_by(f64::total_cmp);
         cpu.sort_by(f64::total_cmp);
         println!(
-            "{what} (zlib level {:?}): encode to file: median {:.3} s wall, {:.3} s CPU (wall runs {:?}); \
+            "{what} (libdeflate level {:?}): encode to file: median {:.3} s wall, {:.3} s CPU (wall runs {:?}); \
              to memory {:.3} s; {} bytes, {} before compression, {} chunks",
             opts.compression,
             times[1],
