@@ -149,8 +149,17 @@ pub fn read_stream<R: Read + Send>(
     // or longer) runs on a thread of its own, a few blocks ahead of the
     // parse that reads what it gave.
     std::thread::scope(|s| {
-        let (pipe, _) = Pipe::spawn(s, reader);
-        read_in_pieces(pipe, READ_SIZE, file, threads, pass, io_error)
+        let (pipe, producer) = Pipe::spawn(s, reader);
+        // The pipe is dropped by now, so the reader thread stops at its
+        // next block. Joined here rather than by the scope, which counts a
+        // thread done once its closure returns, before the thread itself
+        // has exited (its thread-locals and handle freed after the import
+        // returned: a leak to a checker that looks right then).
+        let read = read_in_pieces(pipe, READ_SIZE, file, threads, pass, io_error);
+        if let Err(p) = producer.join() {
+            std::panic::resume_unwind(p);
+        }
+        read
     })
 }
 
@@ -233,16 +242,17 @@ impl Pipe {
 impl Read for Pipe {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         while self.at == self.block.len() {
+            // The block read goes back before the next is taken, so the
+            // reader thread never fills a new one while this one waits.
+            // (The pipe starts with an empty `Vec`, not a block; a block
+            // is refused only once the reader thread is done.)
+            let read = std::mem::take(&mut self.block);
+            if read.capacity() > 0 {
+                let _ = self.back.send(read);
+            }
+            self.at = 0;
             match self.blocks.recv() {
-                Ok(Ok(block)) => {
-                    let read = std::mem::replace(&mut self.block, block);
-                    // The first is the pipe's empty start, not a block.
-                    // Refused only once the reader thread is done.
-                    if read.capacity() > 0 {
-                        let _ = self.back.send(read);
-                    }
-                    self.at = 0;
-                }
+                Ok(Ok(block)) => self.block = block,
                 Ok(Err(e)) => return Err(e),
                 // The reader thread is done: the end of the data.
                 Err(_) => return Ok(0),
