@@ -21,9 +21,9 @@
 //!    hand-written reader in `fast.rs` for the usual shapes, serde's derive
 //!    of `wire.rs` for the rest and for errors) and on into a
 //!    [`TraceBuilder`](crate::trace::TraceBuilder) per chunk (`convert.rs`);
-//! 4. the chunks' builders joined in file order into tables allocated once
-//!    at their final size, and finished (sorted, nested, linked) on two
-//!    threads.
+//! 4. the chunks' builders joined in file order, the first one's columns
+//!    grown to hold the rest (a gzip file's after each buffer it reads),
+//!    and finished (sorted, nested, linked) on two threads.
 //!
 //! The JSON is never held as a DOM, nor whole: peak memory is the tables
 //! plus the part of the JSON being parsed. Times are read from the number text, exactly, into

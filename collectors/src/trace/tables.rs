@@ -68,16 +68,22 @@ macro_rules! columnar_table {
                 $( super::reorder::gather_in_place(&mut self.$field, order, &mut scratch); )*
             }
 
-            /// The rows of `parts`, in order, in columns allocated once at
-            /// their final size; each part's column is freed as soon as it
-            /// is moved, so the parts and the result never stand whole
-            /// side by side.
-            pub fn concat(mut parts: Vec<Self>) -> Self {
+            /// The rows of `parts`, in order: the first part's columns
+            /// grown in place to hold the others' rows (a mapped column
+            /// grows without a copy, so joining a small part to a big one
+            /// costs the small one), each later part's column freed as
+            /// soon as it is moved, so the parts and the result never
+            /// stand whole side by side.
+            pub fn concat(parts: Vec<Self>) -> Self {
                 let rows: usize = parts.iter().map(|p| p.len()).sum();
-                let mut out = Self::default();
+                let mut parts = parts.into_iter();
+                let mut out = parts.next().unwrap_or_default();
+                let mut rest: Vec<Self> = parts.collect();
                 $(
-                    out.$field.reserve_exact(rows);
-                    for p in &mut parts {
+                    // Amortized: a column joined again and again (a gzip
+                    // trace's, a window at a time) is not copied each time.
+                    out.$field.reserve(rows - out.$field.len());
+                    for p in &mut rest {
                         out.$field.extend(std::mem::take(&mut p.$field));
                     }
                 )*
@@ -396,5 +402,47 @@ impl GpuActivityTable {
     /// memset), false for sync records.
     pub fn is_busy(&self, i: usize) -> bool {
         self.kind[i] != GpuKind::Sync
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn threads(tids: &[i64]) -> ThreadTable {
+        let mut t = ThreadTable::default();
+        for &tid in tids {
+            t.push(Thread {
+                pid: 1,
+                tid,
+                name: StrId(tid as u32),
+            });
+        }
+        t
+    }
+
+    #[test]
+    fn concat_keeps_the_parts_rows_in_order_and_grows_the_first_in_place() {
+        let joined = ThreadTable::concat(vec![
+            threads(&[1, 2]),
+            threads(&[]),
+            threads(&[3]),
+            threads(&[4, 5]),
+        ]);
+        assert_eq!(joined.tid, [1, 2, 3, 4, 5]);
+        assert_eq!(joined.pid, [1; 5]);
+        assert_eq!(joined.name, [1, 2, 3, 4, 5].map(StrId));
+        // A first part with room: its columns are the result's, not copied
+        // (a gzip trace's rows are joined a buffer at a time).
+        let mut first = ThreadTable::default();
+        first.tid.reserve(8);
+        first.pid.reserve(8);
+        first.name.reserve(8);
+        first.push(threads(&[7]).row(0));
+        let at = first.tid.as_ptr();
+        let joined = ThreadTable::concat(vec![first, threads(&[8, 9])]);
+        assert_eq!((joined.tid.as_ptr(), &joined.tid[..]), (at, &[7, 8, 9][..]));
+        // No parts, no rows.
+        assert!(ThreadTable::concat(Vec::new()).is_empty());
     }
 }
