@@ -175,8 +175,9 @@ impl TraceBuilder {
     /// The builders of consecutive stretches of a source (parallel chunks),
     /// joined in order as if one builder had read them all: the first
     /// one's provenance, strings and threads, then each next one's rows
-    /// with its strings and threads remapped. Each table is allocated once
-    /// at its final size.
+    /// with its strings and threads remapped. Each table is the first
+    /// one's, grown in place to hold the rest, so joining a small part to
+    /// a big one costs the small one.
     pub fn concat(parts: Vec<TraceBuilder>) -> TraceBuilder {
         let mut parts = parts.into_iter();
         let Some(mut out) = parts.next() else {
