@@ -129,12 +129,13 @@ pub struct IdleSegment {
     /// than its later ones ([`first_calls`](crate::attribution::first_calls)):
     /// warm-up, not steady state.
     pub first_call: bool,
-    /// When the next work of the segment's gap was queued (*Q* in the
-    /// module docs), or `Ns::MAX` when not known. From then on no host call
-    /// explains the idle time, however long the call the host is in. The
-    /// same for every segment of a gap.
-    pub queued_from: Ns,
 }
+
+// 32 bytes: a big trace has millions of segments, held through the whole
+// analysis. When the next work of a segment's gap was queued (*Q*) is the
+// same for every segment of the gap, so it is kept per gap
+// ([`IdleAnalyzer::queued_by_gap`]), not here.
+const _: () = assert!(std::mem::size_of::<IdleSegment>() == 32);
 
 impl IdleSegment {
     /// `[start, end)` with `cause` and no blame: what tests draw.
@@ -148,7 +149,6 @@ impl IdleSegment {
             annotation: None,
             source: Strings::EMPTY,
             first_call: false,
-            queued_from: Ns::MAX,
         }
     }
 
@@ -158,14 +158,8 @@ impl IdleSegment {
     }
 
     fn same_blame(&self, o: &IdleSegment) -> bool {
-        (
-            self.cause,
-            self.op,
-            self.annotation,
-            self.source,
-            self.first_call,
-            self.queued_from,
-        ) == (o.cause, o.op, o.annotation, o.source, o.first_call, o.queued_from)
+        (self.cause, self.op, self.annotation, self.source, self.first_call)
+            == (o.cause, o.op, o.annotation, o.source, o.first_call)
     }
 }
 
@@ -209,6 +203,24 @@ fn first_correlation(trace: &Trace) -> u64 {
         .filter(|&c| c != 0)
         .min()
         .unwrap_or(0)
+}
+
+/// Segments being cut from gaps in time order, with the *Q* of the gaps
+/// of the first and the last (what a merge across gaps compares).
+struct Split {
+    segments: Vec<IdleSegment>,
+    first_q: Ns,
+    last_q: Ns,
+}
+
+impl Default for Split {
+    fn default() -> Split {
+        Split {
+            segments: Vec::new(),
+            first_q: Ns::MAX,
+            last_q: Ns::MAX,
+        }
+    }
 }
 
 /// The attribution triple of a segment.
@@ -267,7 +279,7 @@ impl<'t> IdleAnalyzer<'t> {
         // galloping from the last answer, not by a binary search over
         // the thread's (possibly millions of) ranges each time.
         let split = |gaps: &[Gap]| {
-            let mut out = Vec::new();
+            let mut out = Split::default();
             let mut cursors = OpCursors::new(self.trace);
             for gap in gaps {
                 self.split_gap(ev, gap, &mut cursors, &mut out);
@@ -275,7 +287,7 @@ impl<'t> IdleAnalyzer<'t> {
             out
         };
         if gaps.len() < PARALLEL_GAPS {
-            return split(&gaps);
+            return split(&gaps).segments;
         }
         let (early, late) = gaps.split_at(gaps.len() / 2);
         let (mut out, late) = std::thread::scope(|s| {
@@ -286,18 +298,34 @@ impl<'t> IdleAnalyzer<'t> {
                 late.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
             )
         });
-        let mut late = late.into_iter();
-        if let Some(first) = late.next() {
-            match out.last_mut() {
-                Some(last) if last.end == first.start && last.same_blame(&first) => last.end = first.end,
-                _ => out.push(first),
+        let mut rest = late.segments.into_iter();
+        if let Some(first) = rest.next() {
+            match out.segments.last_mut() {
+                Some(last)
+                    if last.end == first.start && out.last_q == late.first_q && last.same_blame(&first) =>
+                {
+                    last.end = first.end
+                }
+                _ => out.segments.push(first),
             }
         }
-        out.extend(late);
-        out
+        out.segments.extend(rest);
+        out.segments
     }
 
-    fn split_gap(&self, ev: &DeviceEvidence, gap: &Gap, ops: &mut OpCursors, out: &mut Vec<IdleSegment>) {
+    /// For each gap of the device `ev` describes inside `window`, in time
+    /// order: its end, and when its next work was queued (*Q*; `Ns::MAX`
+    /// when not known): what each of its [`IdleSegment`]s would repeat.
+    /// A segment's gap is the first whose end is past the segment's start
+    /// (segments merged across two gaps that touch share their *Q*).
+    pub fn queued_by_gap(&self, ev: &DeviceEvidence, window: Span) -> Vec<(Ns, Ns)> {
+        device_gaps(self.trace, ev.device, window)
+            .iter()
+            .map(|gap| (gap.end, self.issuer(ev, gap).queued_from))
+            .collect()
+    }
+
+    fn split_gap(&self, ev: &DeviceEvidence, gap: &Gap, ops: &mut OpCursors, out: &mut Split) {
         let who = self.issuer(ev, gap);
         // The few blocking calls inside the gap, looked up once: a search
         // over all of a big trace's for every instant was half the time
@@ -314,12 +342,23 @@ impl<'t> IdleAnalyzer<'t> {
                 annotation,
                 source,
                 first_call,
-                queued_from: who.queued_from,
             };
-            match out.last_mut() {
-                Some(last) if last.end == seg.start && last.same_blame(&seg) => last.end = seg.end,
-                _ => out.push(seg),
+            // Segments of two gaps that touch (a zero-length kernel
+            // between them) merge only when their *Q* is the same too.
+            match out.segments.last_mut() {
+                Some(last)
+                    if last.end == seg.start && out.last_q == who.queued_from && last.same_blame(&seg) =>
+                {
+                    last.end = seg.end
+                }
+                _ => {
+                    if out.segments.is_empty() {
+                        out.first_q = who.queued_from;
+                    }
+                    out.segments.push(seg)
+                }
             }
+            out.last_q = who.queued_from;
         }
     }
 
@@ -520,11 +559,12 @@ mod tests {
         let ev = DeviceEvidence::new(&t, 0);
         let gaps = device_gaps(&t, 0, window);
         assert!(gaps.len() >= PARALLEL_GAPS, "{} gaps", gaps.len());
-        let mut one = Vec::new();
+        let mut one = Split::default();
         let mut cursors = OpCursors::new(&t);
         for g in &gaps {
             idle.split_gap(&ev, g, &mut cursors, &mut one);
         }
+        let one = one.segments;
         let cut = gaps.len() / 2;
         assert_eq!(
             gaps[cut - 1].end,

@@ -6,7 +6,7 @@
 use super::context::Cx;
 use crate::causes::Cause;
 use crate::names::{api_name, is_alloc_api, is_async_api, is_memcpy_api, is_memset_api, is_sync_api};
-use crate::segments::IdleSegment;
+use crate::segments::{IdleAnalyzer, IdleSegment};
 use gapscope_collectors::trace::{CallRow, CopyKind, GpuKind, GpuRow, MemKind, Ns};
 
 pub(crate) use super::piece::*;
@@ -19,18 +19,24 @@ impl Cx<'_> {
     /// or profiler time: those pieces carry no call.
     pub(crate) fn cut(&self) -> Pieces {
         let calls = self.calls_of_interest();
+        let queued = IdleAnalyzer::with_context(self.trace, self.ops).queued_by_gap(self.ev, self.window);
         let mut out = Pieces::with_capacity(self.segs.len());
-        let mut k = 0;
+        let (mut k, mut g) = (0, 0);
         for (n, seg) in self.segs.iter().enumerate() {
             let n = u32::try_from(n).expect("idle segments past u32::MAX");
             while k < calls.len() && calls[k].1 <= seg.start {
                 k += 1;
             }
-            if matches!(seg.cause, Cause::GraphCapture | Cause::Profiler) || seg.start >= seg.queued_from {
+            // When the next work of the segment's gap was queued.
+            while g < queued.len() && queued[g].0 <= seg.start {
+                g += 1;
+            }
+            let queued_from = queued.get(g).map_or(Ns::MAX, |q| q.1);
+            if matches!(seg.cause, Cause::GraphCapture | Cause::Profiler) || seg.start >= queued_from {
                 out.push(self.make_piece(n, seg, seg.start, seg.end, None, None), seg);
                 continue;
             }
-            let host_end = seg.end.min(seg.queued_from);
+            let host_end = seg.end.min(queued_from);
             let mut at = seg.start;
             let mut j = k;
             while at < host_end {
