@@ -152,12 +152,12 @@ pub fn read_stream<R: Read + Send>(
     // parse that reads what it gave.
     std::thread::scope(|s| {
         let (pipe, producer) = Pipe::spawn(s, reader);
+        let read = read_in_pieces(pipe, READ_SIZE, file, threads, pass, io_error);
         // The pipe is dropped by now, so the reader thread stops at its
         // next block. Joined here rather than by the scope, which counts a
         // thread done once its closure returns, before the thread itself
         // has exited (its thread-locals and handle freed after the import
         // returned: a leak to a checker that looks right then).
-        let read = read_in_pieces(pipe, READ_SIZE, file, threads, pass, io_error);
         if let Err(p) = producer.join() {
             std::panic::resume_unwind(p);
         }
