@@ -9,7 +9,9 @@ use common::*;
 use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::analyze;
 use gapscope_analyzers::window::{event_extent, TimeRange, WindowOptions};
-use gapscope_collectors::kineto::{import_file, import_file_partial, ImportOptions, ReadLimits};
+use gapscope_collectors::kineto::{
+    import_bytes, import_bytes_partial, import_file, import_file_partial, ImportOptions, ReadLimits,
+};
 use std::path::{Path, PathBuf};
 
 fn traces(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -142,4 +144,73 @@ fn importer_drop_equals_analysis_cut_on_real_traces() {
         dropped_some * 2 >= compared,
         "the importer dropped rows in only {dropped_some} of {compared}"
     );
+}
+
+/// A correlation id used by two calls, the first 45 ms before its kernel
+/// and outside the window, the second 22 days after it (what the
+/// `kineto_window` fuzz target found). Without a window the kernel's launch
+/// is the call before it. With one, imported whole and cut by the analysis
+/// or read with the window, the analysis is the same: both link the rows
+/// the window keeps, where the later call is the only one with the id and
+/// is linked as a lone id is, whatever the times (clocks can be skewed).
+#[test]
+fn a_reused_correlation_id_links_the_same_with_the_window_read_or_cut() {
+    const DAY_US: i64 = 86_400_000_000;
+    let mut events =
+        vec![r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1000,"dur":60}"#.to_string()];
+    for c in 1..=3 {
+        events.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{c}}}}}"#,
+            1000 + 10 * c
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":{},"dur":5,"args":{{"device":0,"stream":7,"correlation":{c}}}}}"#,
+            46_000 + 10 * c
+        ));
+    }
+    events.push(format!(
+        r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":2}}}}"#,
+        46_020 + 22 * DAY_US
+    ));
+    let json = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+
+    let whole = import_bytes(json.as_bytes(), "reused.json", &ImportOptions::default()).unwrap();
+    let kernel = whole.gpu.correlation.iter().position(|&c| c == 2).unwrap();
+    let call = whole.links.gpu_launch[kernel].expect("linked").index();
+    assert_eq!(
+        whole.runtime.start[call], 20_000,
+        "the call 45 ms before the kernel"
+    );
+
+    let window = TimeRange {
+        start_ns: Some(20_000_000),
+        end_ns: None,
+    };
+    let read = import_bytes_partial(
+        json.as_bytes(),
+        "reused.json",
+        &ImportOptions::default(),
+        &ReadLimits {
+            time_window: Some(window),
+            ..ReadLimits::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(read.dropped, 4, "the aten::mm and the first three calls");
+    let opts = AnalyzeOptions {
+        time_window: Some(window),
+        ..AnalyzeOptions::default()
+    };
+    let (cut, dropped) = (
+        comparable(&analyze(&whole, &opts)),
+        comparable(&analyze(&read.trace, &opts)),
+    );
+    let mut diff = Vec::new();
+    differences(&cut, &dropped, "", &mut diff);
+    assert!(
+        diff.is_empty(),
+        "cut by the analysis != dropped by the importer:\n{}",
+        diff.join("\n")
+    );
+    assert_eq!(cut["diagnostics"]["gpu_rows_without_launch"], 2);
 }

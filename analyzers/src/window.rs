@@ -31,7 +31,7 @@
 
 use crate::format::duration_exact;
 use crate::intervals::Span;
-use gapscope_collectors::trace::{CallRow, CpuOpKind, MarkerKind, Ns, OpRow, Trace};
+use gapscope_collectors::trace::{CpuOpKind, MarkerKind, Ns, OpRow, Trace};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -485,10 +485,9 @@ fn filter(trace: &Trace, range: Span) -> Trace {
     retain(trace, &keep_gpu, &keep_rt, &keep_op, &keep_mk)
 }
 
-/// The rows of `trace` marked `keep_*`, with links remapped (a link to a
-/// row that goes becomes `None`) and CPU ranges nested again.
+/// The rows of `trace` marked `keep_*`, with CPU ranges nested again and
+/// linked again.
 fn retain(trace: &Trace, keep_gpu: &[bool], keep_rt: &[bool], keep_op: &[bool], keep_mk: &[bool]) -> Trace {
-    let rt_map: Vec<Option<CallRow>> = new_index(keep_rt, CallRow::new);
     let op_map: Vec<Option<OpRow>> = new_index(keep_op, OpRow::new);
 
     let mut out = trace.clone_meta();
@@ -501,13 +500,14 @@ fn retain(trace: &Trace, keep_gpu: &[bool], keep_rt: &[bool], keep_op: &[bool], 
     out.markers = trace.markers.clone();
     out.markers.retain_rows(keep_mk);
 
-    out.links.gpu_launch = retained(&trace.links.gpu_launch, keep_gpu, &rt_map, CallRow::index);
-    out.links.runtime_op = retained(&trace.links.runtime_op, keep_rt, &op_map, OpRow::index);
-    out.links.runtime_gpu_count = vec![0; out.runtime.len()];
-    for r in out.links.gpu_launch.iter().flatten() {
-        out.links.runtime_gpu_count[r.index()] += 1;
-    }
     renest(&mut out, &op_map, &trace.cpu_ops.parent, keep_op);
+    // Linked again on the rows kept rather than remapped: where a link's
+    // row went, the kept rows may hold another answer (a call whose
+    // innermost operator ended before the window holds its start inside
+    // an enclosing one; a reused correlation id's other call), and the
+    // selection must be linked as an import of only these rows would be.
+    // Before `clip` cuts the times, so links read the recorded times.
+    out.relink();
     out
 }
 
@@ -663,5 +663,49 @@ mod tests {
         assert_eq!(cpu_range(&all, &o(Some((2, 3)), true)), Some((10, 25)));
         assert_eq!(cpu_range(&all, &o(Some((1, 1)), false)), Some((Ns::MIN, 10)));
         assert_eq!(cpu_range(&all, &o(Some((7, 9)), false)), Some((0, 0)));
+    }
+
+    /// ```text
+    /// µs        0    10   20   30   40   50   60        window: 25..
+    /// thread 1  [outer..........................]
+    ///                [inner]
+    ///                  [call c1.......]
+    ///             [call c2 (A)........]
+    ///                [c2 B]
+    /// gpu                                [k1] [k2]
+    /// ```
+    /// A time window's selection is linked on the rows it keeps, as an
+    /// import of only those rows would be: `inner` and `B` end before the
+    /// window, so c1 holds its start in `outer` and k2's launch is `A`, the
+    /// latest call with its id left (a remap of the whole trace's links
+    /// would leave both unlinked).
+    #[test]
+    fn a_time_window_links_the_rows_it_keeps_again() {
+        use gapscope_collectors::trace::{CallRow, Sketch};
+        let t = Sketch::in_units(1_000)
+            .op(0, 65, "outer")
+            .op(10, 20, "inner")
+            .call(5, 40, "cudaLaunchKernel", 2)
+            .call(10, 12, "cudaLaunchKernel", 2)
+            .call(15, 40, "cudaLaunchKernel", 1)
+            .kernel(7, 50, 55, 1)
+            .kernel(7, 58, 62, 2)
+            .finish();
+        assert_eq!(t.links.gpu_launch[1], Some(CallRow::new(1)), "the whole trace: B");
+        assert_eq!(t.op_name(t.links.runtime_op[2]), Some("inner"));
+        let window = TimeRange {
+            start_ns: Some(25_000),
+            end_ns: None,
+        };
+        let s = select_in(&t, &WindowOptions::default(), Some(window));
+        assert_eq!(s.runtime.len(), 2);
+        assert_eq!(
+            s.links.gpu_launch,
+            vec![Some(CallRow::new(1)), Some(CallRow::new(0))]
+        );
+        assert_eq!(s.links.runtime_gpu_count, vec![1, 1]);
+        assert_eq!(s.op_name(s.links.runtime_op[1]), Some("outer"));
+        // Times are cut to the window after linking.
+        assert_eq!(s.runtime.start, vec![25_000, 25_000]);
     }
 }

@@ -17,13 +17,15 @@ use super::op_cursors::OpCursors;
 use super::parallel::{both, PARALLEL_ROWS};
 use super::rows::{CallRow, OpRow};
 use super::tables::*;
+use super::{Ns, Trace};
 
 /// Row-index links, computed once by `TraceBuilder::finish`.
 #[derive(Clone, Debug, Default)]
 pub struct Links {
     /// For each `gpu` row: the `runtime` row with the same correlation id, if
-    /// any. Several GPU rows may share one call (a `cudaGraphLaunch` replays
-    /// many kernels under one correlation).
+    /// any; of several calls with that id, the latest that started at or
+    /// before the row. Several GPU rows may share one call (a
+    /// `cudaGraphLaunch` replays many kernels under one correlation).
     pub gpu_launch: Vec<Option<CallRow>>,
     /// For each `runtime` row: the innermost `cpu_ops` row on the same thread
     /// whose range holds the call's start; failing that, the operator with
@@ -46,10 +48,10 @@ impl Links {
             runtime.len() >= PARALLEL_ROWS,
             || {
                 // (correlation, row) of every call that has one, sorted: a
-                // lookup is a binary search, and the first of equal ids is
-                // the earliest call (the one kept for a duplicated id). Half
-                // the memory of a hash map. Ids mostly come in the calls'
-                // time order, which the stable sort finds in runs.
+                // lookup is a binary search. Rows are in start order, so the
+                // calls sharing an id are in time order too. Half the memory
+                // of a hash map. Ids mostly come in the calls' time order,
+                // which the stable sort finds in runs.
                 let mut by_corr: Vec<(u64, u32)> = Vec::with_capacity(runtime.len());
                 by_corr.extend(
                     (0..runtime.len())
@@ -61,18 +63,16 @@ impl Links {
                 let gpu_launch: Vec<Option<CallRow>> = gpu
                     .correlation
                     .iter()
-                    .map(|&c| {
+                    .zip(&gpu.start)
+                    .map(|(&c, &start)| {
                         if c == 0 {
                             return None;
                         }
-                        let k = by_corr.partition_point(|&(id, _)| id < c);
-                        match by_corr.get(k) {
-                            Some(&(id, r)) if id == c => {
-                                runtime_gpu_count[r as usize] += 1;
-                                Some(CallRow::new(r as usize))
-                            }
-                            _ => None,
-                        }
+                        let lo = by_corr.partition_point(|&(id, _)| id < c);
+                        let calls = &by_corr[lo..lo + by_corr[lo..].partition_point(|&(id, _)| id == c)];
+                        let r = launcher(calls, start, &runtime.start)?;
+                        runtime_gpu_count[r as usize] += 1;
+                        Some(CallRow::new(r as usize))
                     })
                     .collect();
                 (gpu_launch, runtime_gpu_count)
@@ -117,6 +117,33 @@ impl Links {
             runtime_op,
             runtime_gpu_count,
         }
+    }
+}
+
+/// Which of the `calls` (rows sharing one correlation id, in start order)
+/// launched GPU work starting at `start`: the only one, or, when an id was
+/// reused, the latest that started at or before the work, since work never
+/// starts before its launch. When all started after the work (clock skew
+/// between CPU and GPU), the first of them, the nearest.
+fn launcher(calls: &[(u64, u32)], start: Ns, call_start: &[Ns]) -> Option<u32> {
+    match calls {
+        [] => None,
+        [(_, r)] => Some(*r),
+        _ => {
+            let before = calls.partition_point(|&(_, r)| call_start[r as usize] <= start);
+            Some(calls[before.saturating_sub(1)].1)
+        }
+    }
+}
+
+impl Trace {
+    /// Links the rows again, after rows were left out: a link to a row that
+    /// went finds the next best among the rows kept, as a trace of only
+    /// those rows would be linked. The tables must be sorted as
+    /// [`TraceBuilder::finish`](super::TraceBuilder::finish) leaves them,
+    /// with `cpu_op_thread_start` set.
+    pub fn relink(&mut self) {
+        self.links = Links::build(&self.gpu, &self.runtime, &self.cpu_ops, &self.cpu_op_thread_start);
     }
 }
 
@@ -174,5 +201,37 @@ mod tests {
         b.push_runtime(RuntimeCall::new(t, 20, 30, sync, 0));
         let tr = b.finish();
         assert_eq!(tr.op_name(tr.links.runtime_op[0]), Some("ProfilerStep#0"));
+    }
+
+    /// ```text
+    /// µs        0    10   20   30   40   50   60   70   80   90
+    /// calls     [c5]      [c5]      [c5]           c6   c6   c7
+    /// gpu        [k5]       [k5]    k5   [k6]               k7
+    /// ```
+    /// An id used by several calls links each row to the latest call that
+    /// started at or before it; with every such call after the row (clock
+    /// skew), to the first of them; a call alone with its id, whatever the
+    /// times.
+    #[test]
+    fn a_reused_correlation_id_links_the_latest_call_before_the_work() {
+        let t = Sketch::in_units(1_000)
+            .call(0, 5, "cudaLaunchKernel", 5)
+            .call(20, 25, "cudaLaunchKernel", 5)
+            .call(40, 45, "cudaLaunchKernel", 5)
+            .call(70, 72, "cudaLaunchKernel", 6)
+            .call(80, 82, "cudaLaunchKernel", 6)
+            .call(90, 92, "cudaLaunchKernel", 7)
+            .kernel(7, 2, 8, 5)
+            .kernel(7, 25, 30, 5)
+            .kernel(7, 41, 45, 5)
+            .kernel(7, 50, 55, 6)
+            .kernel(7, 88, 89, 7)
+            .finish();
+        let call = |i| Some(CallRow::new(i));
+        assert_eq!(
+            t.links.gpu_launch,
+            vec![call(0), call(1), call(2), call(3), call(5)]
+        );
+        assert_eq!(t.links.runtime_gpu_count, vec![1, 1, 1, 1, 0, 1]);
     }
 }
