@@ -318,3 +318,44 @@ fn an_empty_step_selection_is_not_called_a_trace_without_gpu_activity() {
     assert!(r.stdout.contains("--steps selected no step"), "{}", r.stdout);
     assert!(!r.stdout.contains("ProfilerActivity.CUDA"), "{}", r.stdout);
 }
+
+/// Two calls share correlation id 7 (as in two files joined): the kernel
+/// is linked to the later call that started before it, the JSON counts the
+/// reused id among the importer's diagnostics, and one warning says so.
+#[test]
+fn a_reused_correlation_id_is_linked_by_time_and_said() {
+    let dir = TempDir::new("reused_corr");
+    let call = |ts: u64, dur: u64| {
+        format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{ts},"dur":{dur},"args":{{"correlation":7}}}}"#
+        )
+    };
+    let json = format!(
+        r#"{{"traceEvents":[{},{},{{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":150,"dur":20,"args":{{"device":0,"stream":7,"correlation":7}}}}]}}"#,
+        call(100, 5),
+        call(140, 3)
+    );
+    let file = dir.file("reused.json", json.as_bytes());
+    let r = gapscope([
+        OsString::from("analyze"),
+        "--format".into(),
+        "json".into(),
+        file.into(),
+    ])
+    .expect_code(0);
+    let a = r.json();
+    assert_eq!(a["diagnostics"]["importer"]["correlation_id_reused"], 1);
+    assert_eq!(a["diagnostics"]["gpu_rows_without_launch"], 0);
+    // The launch is the call at 140 µs: 3 µs on the CPU, 7 µs to the kernel.
+    let launches = &a["devices"][0]["launch_stats"];
+    assert_eq!(launches["count"], 1);
+    assert_eq!(launches["cpu_duration_ns"]["max"], 3_000);
+    assert_eq!(launches["launch_delay_ns"]["max"], 7_000);
+    assert!(
+        r.stderr
+            .contains("1 GPU rows have a correlation id that several runtime calls share"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+}

@@ -28,6 +28,6 @@ fn main() {
         trace.runtime.len(),
         trace.cpu_ops.len(),
         trace.markers.len(),
-        trace.diagnostics.total()
+        trace.diagnostics.skipped_count()
     );
 }

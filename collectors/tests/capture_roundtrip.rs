@@ -292,3 +292,18 @@ fn a_trace_too_long_for_a_capture_is_refused_as_the_traces_fault() {
     let near = import(doc(1000 + limit_us));
     round_trip("near the limit", &near);
 }
+
+/// What `finish` counts from the rows (here a correlation id two calls
+/// share) is counted again when a capture is read back, not added to the
+/// stored count.
+#[test]
+fn a_reused_correlation_id_is_counted_once_after_the_round_trip() {
+    let t = Sketch::in_units(1_000)
+        .call(0, 5, "cudaLaunchKernel", 7)
+        .call(20, 22, "cudaLaunchKernel", 7)
+        .kernel(7, 25, 30, 7)
+        .kernel(7, 31, 33, 7)
+        .finish();
+    assert_eq!(t.diagnostics.counts[Diagnostics::CORRELATION_REUSED], 2);
+    round_trip("reused", &t);
+}

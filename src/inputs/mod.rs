@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use gapscope_analyzers::window::{self, TimeRange, WindowOptions};
 use gapscope_collectors::kineto::{self, ImportOptions, Imported};
 use gapscope_collectors::open::{open, open_whole, ReadOptions};
-use gapscope_collectors::trace::{Ns, Trace};
+use gapscope_collectors::trace::{Diagnostics, Ns, Trace};
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -121,9 +121,17 @@ pub fn warn_incomplete(name: &str, imported: &Imported) {
 }
 
 /// One line for everything the importer skipped, so a damaged trace is
-/// noticed without drowning the output.
+/// noticed without drowning the output; and one when GPU rows were linked
+/// to their launch by time because several calls share their correlation
+/// id (files joined, ids reused), since a link then rests on the clocks.
 pub fn warn_skipped(name: &str, trace: &Trace) {
     if let Some(line) = trace.diagnostics.skipped_line(name) {
         warn(&line);
+    }
+    if let Some(n) = trace.diagnostics.counts.get(Diagnostics::CORRELATION_REUSED) {
+        warn(&format!(
+            "{name}: {n} GPU rows have a correlation id that several runtime calls share; \
+             each is linked to the latest of them that started at or before it"
+        ));
     }
 }

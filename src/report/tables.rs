@@ -3,11 +3,11 @@
 //! 100 steps still fits on a page.
 
 use super::palette::cause_color;
-use gapscope_analyzers::analysis::{Analysis, DeviceReport};
+use gapscope_analyzers::analysis::{Analysis, AnalysisDiagnostics, DeviceReport};
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::format::{duration, ms, percent, short_kernel_name};
 use gapscope_analyzers::kernels::KernelTable;
-use gapscope_collectors::trace::Ns;
+use gapscope_collectors::trace::{Diagnostics, Ns};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -295,7 +295,10 @@ pub fn launches(a: &Analysis) -> Vec<LaunchRow> {
 
 /// Lines on what was read and what was skipped.
 pub fn diagnostics(a: &Analysis) -> Vec<String> {
-    let d = &a.diagnostics;
+    diagnostic_lines(&a.diagnostics)
+}
+
+fn diagnostic_lines(d: &AnalysisDiagnostics) -> Vec<String> {
     let r = &d.rows_selected;
     let mut out = vec![format!(
         "{} GPU rows, {} runtime calls, {} CPU ranges in the window ({} sync records, never counted as busy).",
@@ -307,9 +310,36 @@ pub fn diagnostics(a: &Analysis) -> Vec<String> {
             d.gpu_rows_without_launch
         ));
     }
-    if !d.importer.is_empty() {
-        let reasons: Vec<String> = d.importer.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-        out.push(format!("The importer skipped events ({}).", reasons.join(", ")));
+    // Rows kept as they are, said as what they are; only the rest were
+    // skipped.
+    let kept = |reason: &str| d.importer.get(reason).copied().filter(|&n| n > 0);
+    if let Some(n) = kept(Diagnostics::PARTIAL_OVERLAP) {
+        out.push(format!(
+            "{n} CPU ranges overlap another without nesting in it; they are kept as they are, unnested \
+             ({}).",
+            Diagnostics::PARTIAL_OVERLAP
+        ));
+    }
+    if let Some(n) = kept(Diagnostics::CORRELATION_REUSED) {
+        out.push(format!(
+            "{n} GPU rows have a correlation id that several runtime calls share; each is linked to \
+             the latest of them that started at or before it ({}).",
+            Diagnostics::CORRELATION_REUSED
+        ));
+    }
+    let skipped: Vec<(&String, &u64)> = d
+        .importer
+        .iter()
+        .filter(|(k, &v)| v > 0 && !Diagnostics::KEPT.contains(&k.as_str()))
+        .collect();
+    if !skipped.is_empty() {
+        let n: u64 = skipped.iter().map(|(_, &v)| v).sum();
+        let reasons: Vec<String> = skipped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let events = if n == 1 { "event" } else { "events" };
+        out.push(format!(
+            "The importer skipped {n} {events} ({}).",
+            reasons.join(", ")
+        ));
     }
     out
 }
@@ -343,5 +373,36 @@ impl<T> Capped<T> {
             more,
             more_text,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows the importer kept unnested or linked by time are said as what
+    /// they are, never as skipped; skipped events are counted apart.
+    #[test]
+    fn kept_rows_are_not_called_skipped() {
+        let mut d = AnalysisDiagnostics::default();
+        d.importer.insert(Diagnostics::PARTIAL_OVERLAP.into(), 13);
+        let lines = diagnostic_lines(&d);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[1].starts_with("13 CPU ranges overlap another without nesting"),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.contains("skipped")), "{lines:?}");
+
+        d.importer.insert(Diagnostics::CORRELATION_REUSED.into(), 4);
+        d.importer.insert("event_missing_ts".into(), 2);
+        d.importer.insert("unknown_phase".into(), 1);
+        let lines = diagnostic_lines(&d);
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert!(lines[2].starts_with("4 GPU rows have a correlation id that several runtime calls share"));
+        assert_eq!(
+            lines[3],
+            "The importer skipped 3 events (event_missing_ts: 2, unknown_phase: 1)."
+        );
     }
 }

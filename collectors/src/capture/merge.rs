@@ -1,6 +1,5 @@
 //! Several processes' traces → one.
 
-use super::read::PARTIAL_OVERLAP;
 use crate::trace::*;
 
 /// See [`super::merge`].
@@ -112,7 +111,9 @@ pub fn merge(parts: Vec<Trace>, source: &str) -> Trace {
         }
         let mut d = part.diagnostics.clone();
         // Recounted by `finish` over the merged rows.
-        d.counts.remove(PARTIAL_OVERLAP);
+        for reason in Diagnostics::KEPT {
+            d.counts.remove(*reason);
+        }
         b.diagnostics.absorb(d);
     }
     let agreed = |f: fn(&Trace) -> Option<i64>| {

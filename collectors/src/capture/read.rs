@@ -375,19 +375,18 @@ pub fn trace(bytes: &[u8], file: &str) -> Result<Trace, CaptureError> {
         rank: meta.rank,
         world_size: meta.world_size,
     };
-    // Partial overlaps are recounted by `finish` from the rows themselves;
-    // the rest is what the original importer noted.
-    let recounted = t.diagnostics.counts.remove(PARTIAL_OVERLAP);
-    t.diagnostics = diagnostics;
-    t.diagnostics.counts.remove(PARTIAL_OVERLAP);
-    if let Some(n) = recounted {
-        t.diagnostics.counts.insert(PARTIAL_OVERLAP.into(), n);
+    // What `finish` counts from the rows themselves (partial overlaps,
+    // reused correlation ids) is counted again; the rest is what the
+    // original importer noted.
+    let mut recounted = std::mem::replace(&mut t.diagnostics, diagnostics);
+    for reason in Diagnostics::KEPT {
+        t.diagnostics.counts.remove(*reason);
+        if let Some(n) = recounted.counts.remove(*reason) {
+            t.diagnostics.counts.insert(reason.to_string(), n);
+        }
     }
     Ok(t)
 }
-
-/// The diagnostic `TraceBuilder::finish` computes itself.
-pub const PARTIAL_OVERLAP: &str = "cpu_op_partial_overlap";
 
 fn strings(c: &mut Cursor<'_>, b: &mut TraceBuilder) -> Result<(), String> {
     let n = c.rows("string table")?;

@@ -4,7 +4,7 @@
 //! use gapscope_collectors::kineto::{import_file, ImportOptions};
 //!
 //! let trace = import_file("rank-0.pt.trace.json.gz".as_ref(), &ImportOptions::default())?;
-//! println!("{} kernels, {} skipped events", trace.gpu.len(), trace.diagnostics.total());
+//! println!("{} kernels, {} skipped events", trace.gpu.len(), trace.diagnostics.skipped_count());
 //! # Ok::<(), gapscope_collectors::kineto::KinetoError>(())
 //! ```
 //!
@@ -501,7 +501,7 @@ fn release_freed_memory() {
 /// analysis.
 fn usable(trace: Trace, file: &str, dropped: u64) -> Result<Trace, KinetoError> {
     let rows = trace.gpu.len() + trace.runtime.len() + trace.cpu_ops.len() + trace.markers.len();
-    let skipped = trace.diagnostics.total();
+    let skipped = trace.diagnostics.skipped_count();
     // Rows left out by a time window were read: the file is a trace.
     if rows == 0 && skipped > 0 && dropped == 0 {
         let first = trace.diagnostics.examples.first().map_or("", String::as_str);

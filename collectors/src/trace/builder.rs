@@ -340,10 +340,15 @@ impl TraceBuilder {
         if partial > 0 {
             self.diagnostics
                 .counts
-                .insert("cpu_op_partial_overlap".into(), partial);
+                .insert(Diagnostics::PARTIAL_OVERLAP.into(), partial);
         }
         self.apply_call_copy_kinds();
         let links = Links::build(&self.gpu, &self.runtime, &self.cpu_ops, &thread_start);
+        if links.reused_correlation > 0 {
+            self.diagnostics
+                .counts
+                .insert(Diagnostics::CORRELATION_REUSED.into(), links.reused_correlation);
+        }
         self.link_collectives(&links);
         Trace {
             meta: self.meta,

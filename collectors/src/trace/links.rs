@@ -33,6 +33,8 @@ pub struct Links {
     pub runtime_op: Vec<Option<OpRow>>,
     /// For each `runtime` row: how many GPU rows it launched.
     pub runtime_gpu_count: Vec<u32>,
+    /// GPU rows whose correlation id several calls share, linked by time.
+    pub reused_correlation: u64,
 }
 
 impl Links {
@@ -44,7 +46,7 @@ impl Links {
     ) -> Links {
         // GPU rows to their calls on another thread, calls to their
         // operators here: neither reads what the other writes.
-        let ((gpu_launch, runtime_gpu_count), mut runtime_op) = both(
+        let ((gpu_launch, runtime_gpu_count, reused_correlation), mut runtime_op) = both(
             runtime.len() >= PARALLEL_ROWS,
             || {
                 // (correlation, row) of every call that has one, sorted: a
@@ -60,6 +62,7 @@ impl Links {
                 );
                 by_corr.sort();
                 let mut runtime_gpu_count = vec![0u32; runtime.len()];
+                let mut reused = 0u64;
                 let gpu_launch: Vec<Option<CallRow>> = gpu
                     .correlation
                     .iter()
@@ -70,12 +73,13 @@ impl Links {
                         }
                         let lo = by_corr.partition_point(|&(id, _)| id < c);
                         let calls = &by_corr[lo..lo + by_corr[lo..].partition_point(|&(id, _)| id == c)];
+                        reused += u64::from(calls.len() > 1);
                         let r = launcher(calls, start, &runtime.start)?;
                         runtime_gpu_count[r as usize] += 1;
                         Some(CallRow::new(r as usize))
                     })
                     .collect();
-                (gpu_launch, runtime_gpu_count)
+                (gpu_launch, runtime_gpu_count, reused)
             },
             || -> Vec<Option<OpRow>> {
                 // Calls are in time order: each thread's cursor gallops
@@ -116,6 +120,7 @@ impl Links {
             gpu_launch,
             runtime_op,
             runtime_gpu_count,
+            reused_correlation,
         }
     }
 }
@@ -233,5 +238,7 @@ mod tests {
             vec![call(0), call(1), call(2), call(3), call(5)]
         );
         assert_eq!(t.links.runtime_gpu_count, vec![1, 1, 1, 1, 0, 1]);
+        assert_eq!(t.links.reused_correlation, 4);
+        assert_eq!(t.diagnostics.counts[Diagnostics::CORRELATION_REUSED], 4);
     }
 }

@@ -104,15 +104,30 @@ impl Diagnostics {
         }
     }
 
-    /// Total number of noted occurrences.
+    /// Total number of noted occurrences, kept rows' reasons included.
     pub fn total(&self) -> u64 {
         self.counts.values().sum()
     }
 
-    /// Reasons that describe rows kept as they are, not events dropped:
-    /// real PyTorch traces hold CPU ranges that overlap without nesting
-    /// (Python frames around ops), which stay in the tables unnested.
-    pub const KEPT: &'static [&'static str] = &["cpu_op_partial_overlap"];
+    /// Number of events skipped (every reason but [`Self::KEPT`]).
+    pub fn skipped_count(&self) -> u64 {
+        self.skipped().map(|(_, n)| n).sum()
+    }
+
+    /// CPU ranges that overlap another without nesting in it (real PyTorch
+    /// traces hold them: Python frames around ops); they stay in the tables
+    /// unnested.
+    pub const PARTIAL_OVERLAP: &'static str = "cpu_op_partial_overlap";
+
+    /// GPU rows whose correlation id several runtime calls share (ids
+    /// reused, or files joined); each is linked to the latest of those
+    /// calls that started at or before it.
+    pub const CORRELATION_REUSED: &'static str = "correlation_id_reused";
+
+    /// Reasons that describe rows kept as they are, not events dropped.
+    /// [`TraceBuilder::finish`](super::TraceBuilder::finish) counts them
+    /// from the rows, so a capture read back or merged counts them again.
+    pub const KEPT: &'static [&'static str] = &[Self::PARTIAL_OVERLAP, Self::CORRELATION_REUSED];
 
     /// The counts of events that were skipped, by reason (without [`Self::KEPT`]).
     pub fn skipped(&self) -> impl Iterator<Item = (&str, u64)> {
