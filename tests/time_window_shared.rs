@@ -64,6 +64,28 @@ fn differences(a: &serde_json::Value, b: &serde_json::Value, path: &str, out: &m
     }
 }
 
+/// Asserts that `whole` cut by the analysis and `read` (the rows the
+/// importer kept) analyse the same under `opts`; returns the analysis.
+fn same_analysis(
+    whole: &gapscope_collectors::trace::Trace,
+    read: &gapscope_collectors::trace::Trace,
+    opts: &AnalyzeOptions,
+    ctx: &str,
+) -> serde_json::Value {
+    let (cut, dropped) = (
+        comparable(&analyze(whole, opts)),
+        comparable(&analyze(read, opts)),
+    );
+    let mut diff = Vec::new();
+    differences(&cut, &dropped, "", &mut diff);
+    assert!(
+        diff.is_empty(),
+        "{ctx}: cut by the analysis != dropped by the importer:\n{}",
+        diff.join("\n")
+    );
+    cut
+}
+
 #[test]
 fn importer_drop_equals_analysis_cut_on_real_traces() {
     let mut files = Vec::new();
@@ -120,17 +142,11 @@ fn importer_drop_equals_analysis_cut_on_real_traces() {
                     ..AnalyzeOptions::default()
                 };
                 dropped_some += usize::from(read.dropped > 0);
-                let (cut, dropped) = (
-                    comparable(&analyze(&whole, &opts)),
-                    comparable(&analyze(&read.trace, &opts)),
-                );
-                let mut diff = Vec::new();
-                differences(&cut, &dropped, "", &mut diff);
-                assert!(
-                    diff.is_empty(),
-                    "{} window {start:?}..{end:?} {steps:?}: cut by the analysis != dropped by the importer:\n{}",
-                    path.display(),
-                    diff.join("\n")
+                same_analysis(
+                    &whole,
+                    &read.trace,
+                    &opts,
+                    &format!("{} window {start:?}..{end:?} {steps:?}", path.display()),
                 );
                 compared += 1;
             }
@@ -201,16 +217,6 @@ fn a_reused_correlation_id_links_the_same_with_the_window_read_or_cut() {
         time_window: Some(window),
         ..AnalyzeOptions::default()
     };
-    let (cut, dropped) = (
-        comparable(&analyze(&whole, &opts)),
-        comparable(&analyze(&read.trace, &opts)),
-    );
-    let mut diff = Vec::new();
-    differences(&cut, &dropped, "", &mut diff);
-    assert!(
-        diff.is_empty(),
-        "cut by the analysis != dropped by the importer:\n{}",
-        diff.join("\n")
-    );
+    let cut = same_analysis(&whole, &read.trace, &opts, "reused.json");
     assert_eq!(cut["diagnostics"]["gpu_rows_without_launch"], 2);
 }
