@@ -359,3 +359,22 @@ fn a_reused_correlation_id_is_linked_by_time_and_said() {
     );
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
 }
+
+/// A finding seen once says "1 occurrence" (TraceLens' SGLang decode
+/// trace: a single stream wait and a single late graph launch) and its
+/// title speaks of one (one graph launch replays its kernels); several
+/// say "occurrences".
+#[test]
+fn findings_count_occurrences_in_the_singular_and_plural() {
+    let path = shared_trace("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
+    let r = gapscope([OsString::from("analyze"), path.into()]).expect_code(0);
+    assert!(r.stdout.contains("; 1 occurrence; where:"), "{}", r.stdout);
+    assert!(!r.stdout.contains(" 1 occurrences"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("1 HIP graph launch replays 544 kernels"),
+        "{}",
+        r.stdout
+    );
+    let demo = gapscope(["analyze", "--demo"]).expect_code(0);
+    assert!(demo.stdout.contains("; 5 occurrences; where:"), "{}", demo.stdout);
+}

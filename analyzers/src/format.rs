@@ -106,6 +106,12 @@ pub fn times(n: usize) -> String {
     }
 }
 
+/// `n` and the noun for it: `count(1, "call", "calls")` is `1 call`,
+/// `count(3, "call", "calls")` is `3 calls`.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// A size in binary units: `512 bytes`, `1.5 KiB`, `12.0 MiB`, `1.25 GiB`.
 pub fn bytes(n: u64) -> String {
     const KIB: u64 = 1 << 10;
@@ -163,6 +169,13 @@ fn trailing_args(s: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_take_the_singular_for_one() {
+        assert_eq!(count(1, "call", "calls"), "1 call");
+        assert_eq!(count(0, "call", "calls"), "0 calls");
+        assert_eq!(count(2, "kernel launches", "kernels launch"), "2 kernels launch");
+    }
 
     #[test]
     fn kernel_names_shortened() {

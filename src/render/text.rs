@@ -282,9 +282,14 @@ fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::
                 f.annotation.as_deref(),
                 f.source.as_deref(),
             );
+            let times = if f.occurrences == 1 {
+                "occurrence"
+            } else {
+                "occurrences"
+            };
             writeln!(
                 out,
-                "      {saves} {} ms explained; {} occurrences; where: {at}",
+                "      {saves} {} ms explained; {} {times}; where: {at}",
                 ms(f.explained_ns),
                 f.occurrences
             )?;

@@ -234,8 +234,13 @@ fn graph_replays(cx: &Cx) -> Option<Draft> {
         "D16",
         "cuda_graph_replays",
         format!(
-            "{launches} {} graph launches replay {kernels} kernels",
-            cx.platform.name()
+            "{launches} {} {} {kernels} kernels",
+            cx.platform.name(),
+            if launches == 1 {
+                "graph launch replays"
+            } else {
+                "graph launches replay"
+            }
         ),
         "These kernels run from captured graphs (`torch.cuda.graphs` or \
          `torch.compile(mode=\"reduce-overhead\")`): each graph is one launch, so they are \

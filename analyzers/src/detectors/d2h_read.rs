@@ -26,7 +26,7 @@
 
 use super::{Cx, Draft, SyncKind, TINY_COPY_BYTES};
 use crate::causes::Cause;
-use crate::format::duration;
+use crate::format::{count, duration};
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, true, |p| {
@@ -46,8 +46,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 "copies a tensor"
             };
             let title = format!(
-                "{place} {what} to the host and waits for the GPU ({} calls, {} idle)",
-                g.calls.len(),
+                "{place} {what} to the host and waits for the GPU ({}, {} idle)",
+                count(g.calls.len() as u64, "call", "calls"),
                 duration(g.idle_ns)
             );
             let advice = if scalar {

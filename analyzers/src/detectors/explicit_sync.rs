@@ -18,7 +18,7 @@
 
 use super::{Cx, Draft, SyncKind};
 use crate::causes::Cause;
-use crate::format::duration;
+use crate::format::{duration, times};
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, false, |p| {
@@ -35,8 +35,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 .map(|&c| cx.trace.strings.get(cx.trace.runtime.name[c.index()]).to_string())
                 .unwrap_or_default();
             let title = format!(
-                "{place} calls {api} {} times and the GPU drains ({} idle)",
-                g.calls.len(),
+                "{place} calls {api} {} and the GPU drains ({} idle)",
+                times(g.calls.len()),
                 duration(g.idle_ns)
             );
             let per = cx.per_step();

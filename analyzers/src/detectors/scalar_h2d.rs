@@ -24,7 +24,7 @@
 
 use super::{CallClass, Cx, Draft, SiteGroup, SyncKind};
 use crate::causes::Cause;
-use crate::format::duration;
+use crate::format::{duration, times};
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, true, |p| {
@@ -39,9 +39,9 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let (op, _, src) = &g.blame;
             let place = cx.where_(op, src);
             let title = format!(
-                "{place} copies a {}-byte value from the host to the GPU {} times ({} idle)",
+                "{place} copies a {}-byte value from the host to the GPU {} ({} idle)",
                 g.max_bytes,
-                g.copies.len().max(1),
+                times(g.copies.len().max(1)),
                 duration(g.idle_ns)
             );
             let per = cx.per_step();

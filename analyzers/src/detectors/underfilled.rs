@@ -19,7 +19,7 @@
 //! timeline: `idle_ns`, `explained_ns` and `est_savings_ns` are 0.
 
 use super::{Cx, Draft};
-use crate::format::{duration, percent_whole};
+use crate::format::{self, duration, percent_whole};
 use gapscope_collectors::trace::{GpuKind, GpuRow, Ns};
 use std::collections::HashMap;
 
@@ -78,17 +78,22 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
         "D12",
         "underfilled_kernels",
         format!(
-            "{count} kernels launch fewer blocks than the {sms} {sm} ({} of kernel time; {} of {sm} time unused)",
+            "{} fewer blocks than the {sms} {sm} ({} of kernel time; {} of {sm} time unused)",
+            format::count(count, "kernel launches", "kernels launch"),
             percent_whole(small_ns, kernel_ns),
             percent_whole(unused_ns as Ns, kernel_ns)
         ),
         format!(
-            "`{short}` runs {blocks} blocks on a GPU with {sms} {sm} ({} in total), so {idle_sms} \
-             {sm} ({}) get no block: {how_many} while the GPU counts as busy. Give each kernel \
+            "`{short}` runs {} on a GPU with {sms} {sm} ({} in total), so {} ({}) {} no block: \
+             {how_many} while the GPU counts as busy. Give each kernel \
              more parallel work: a larger batch, fusing small operators (`torch.compile`), or \
              batching independent small ops together; check the kernel's occupancy with {}.",
+            format::count(blocks, "block", "blocks"),
             duration(ns),
+            // "SMs" / "CUs" without the plural's s.
+            format::count(idle_sms, sm.trim_end_matches('s'), sm),
             percent_whole(idle_sms as Ns, Ns::from(sms)),
+            if idle_sms == 1 { "gets" } else { "get" },
             cx.platform.kernel_profiler()
         ),
     );
