@@ -213,6 +213,8 @@ fn the_amd_trace_reads_hip_calls_and_devices() {
     assert_eq!(t.gpu.device[copy], 2);
     assert_eq!(t.gpu.copy_kind[copy], gapscope_collectors::trace::CopyKind::HtoD);
     assert_eq!(t.gpu.correlation[copy], 117);
+    // The record has no bytes; its call's `size` arg says 2560.
+    assert_eq!(t.gpu.bytes[copy], 2560);
     assert!(t.links.gpu_launch[copy].is_some());
     let dev = (0..t.devices.len()).find(|&i| t.devices.id[i] == 0).unwrap();
     assert_eq!(t.strings.get(t.devices.name[dev]), "AMD Radeon Graphics");

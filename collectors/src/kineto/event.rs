@@ -60,6 +60,8 @@ pub struct Args<'a> {
     pub stream: Option<i64>,
     /// `bytes`.
     pub bytes: Option<i64>,
+    /// `size`: the bytes an older ROCm tracer gives on a copy call.
+    pub size: Option<i64>,
     /// `grid`.
     pub grid: Option<[u32; 3]>,
     /// `block`.
@@ -129,6 +131,7 @@ impl RawArgs<'_> {
             device: self.device,
             stream: self.stream,
             bytes: self.bytes,
+            size: self.size,
             grid: self.grid,
             block: self.block,
             registers: self.registers,
@@ -175,6 +178,7 @@ impl Event<'_> {
                 device: a.device,
                 stream: a.stream,
                 bytes: a.bytes,
+                size: a.size,
                 grid: a.grid,
                 block: a.block,
                 registers: a.registers,

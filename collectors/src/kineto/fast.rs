@@ -113,6 +113,7 @@ enum Arg {
     InputDims,
     Name,
     Kind,
+    Size,
     CollectiveName,
     Group,
     GroupDesc,
@@ -133,6 +134,7 @@ impl Arg {
                 b"grid" => Arg::Grid,
                 b"name" => Arg::Name,
                 b"kind" => Arg::Kind,
+                b"size" => Arg::Size,
                 _ => Arg::Other,
             },
             5 => match key {
@@ -524,6 +526,16 @@ impl<'a> Reader<'a> {
                 }
                 Arg::Name => a.name = r.scalar_string()?,
                 Arg::Kind => a.kind = r.scalar_string()?,
+                // Also a counter's value when it comes first, as an
+                // unknown key's would be: read the value twice.
+                Arg::Size => {
+                    let at = r.p;
+                    a.size = r.loose_int()?;
+                    if a.first_number.is_none() {
+                        r.p = at;
+                        a.first_number = r.scalar_number()?;
+                    }
+                }
                 Arg::CollectiveName => a.collective_name = r.scalar_string()?,
                 Arg::Group => a.group = r.scalar_string()?,
                 Arg::GroupDesc => a.group_desc = r.scalar_string()?,
@@ -705,6 +717,13 @@ mod tests {
             r#"{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "args": {"Collective name": "allreduce", "Process Group Name": "0", "Process Group Description": "default_pg", "Process Group Ranks": "[0, 1]", "Group size": 2, "Seq": 17, "Rank": 0}}"#,
             r#"{"ph": "X", "cat": "kernel", "args": {"seq": "18", "Process Group Name": 3, "Group size": "8", "Process Group Ranks": null, "Collective name": null}}"#,
             r#"{ "ph" : "X" , "args" : { } , "x" : [ { "a" : [ ] } , -0.5e-3 , false ] }"#,
+            // `size`: a copy call's bytes (a string or a number), and a
+            // counter's value when first; not the value after another.
+            r#"{"ph": "X", "cat": "cuda_runtime", "name": "hipMemcpyWithStream", "args": {"cid": 153, "size": "2560", "kind": "1"}}"#,
+            r#"{"ph": "C", "name": "q", "args": {"size": 3}}"#,
+            r#"{"ph": "C", "name": "q", "args": {"size": "0x10", "other": 4}}"#,
+            r#"{"ph": "C", "name": "q", "args": {"other": 4, "size": 9}}"#,
+            r#"{"ph": "X", "args": {"size": null, "bytes": 8}}"#,
             "{}",
         ] {
             assert!(check(json), "the fast path gave up on {json}");
@@ -726,6 +745,7 @@ mod tests {
             r#"{"ph": "X", "pid": [1]}"#,
             r#"{"ph": "X", "ts": [1]}"#,
             r#"{"ph": "X", "args": {"grid": [1.5]}}"#,
+            r#"{"ph": "X", "args": {"size": 2.5}}"#,
             // Syntax errors.
             r#"{"ph": "X",}"#,
             r#"{"ph": "X" "cat": "k"}"#,

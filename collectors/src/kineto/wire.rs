@@ -250,6 +250,8 @@ pub struct RawArgs<'a> {
     pub stream: Option<i64>,
     /// `bytes` moved or set by a copy or memset.
     pub bytes: Option<i64>,
+    /// `size`: the bytes an older ROCm tracer gives on a copy call.
+    pub size: Option<i64>,
     /// `grid` of a kernel launch.
     pub grid: Option<[u32; 3]>,
     /// `block` of a kernel launch.
@@ -307,6 +309,14 @@ impl<'de> Visitor<'de> for ArgsVisitor {
                 "device" => a.device = int(map.next_value()?),
                 "stream" => a.stream = int(map.next_value()?),
                 "bytes" => a.bytes = int(map.next_value()?),
+                // Also a counter's value when it comes first.
+                "size" => {
+                    let v = map.next_value::<Scalar>()?;
+                    a.size = v.as_int();
+                    if a.first_number.is_none() {
+                        a.first_number = v.as_f64();
+                    }
+                }
                 "grid" => a.grid = map.next_value::<Dims3>()?.0,
                 "block" => a.block = map.next_value::<Dims3>()?.0,
                 "registers per thread" => a.registers = int(map.next_value()?),

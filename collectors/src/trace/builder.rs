@@ -28,9 +28,10 @@ pub struct TraceBuilder {
     markers: MarkerTable,
     collectives: CollectiveTable,
     origin: Option<Ns>,
-    /// Copy directions stated by launching calls, by correlation id: see
-    /// [`call_copy_kind`](Self::call_copy_kind).
-    call_copy: FxHashMap<u64, CopyKind>,
+    /// Copy directions and sizes stated by launching calls, by correlation
+    /// id: see [`call_copy_kind`](Self::call_copy_kind) and
+    /// [`call_copy_bytes`](Self::call_copy_bytes).
+    call_copy: FxHashMap<u64, CallCopy>,
 }
 
 impl TraceBuilder {
@@ -124,7 +125,18 @@ impl TraceBuilder {
     /// asked for.
     pub fn call_copy_kind(&mut self, correlation: u64, kind: CopyKind) {
         if correlation != 0 {
-            self.call_copy.insert(correlation, kind);
+            self.call_copy.entry(correlation).or_default().kind = Some(kind);
+        }
+    }
+
+    /// Records that the runtime call with `correlation` copies `bytes`
+    /// (whether or not the call itself is kept). The copy with that
+    /// correlation takes that size when it has none of its own: older
+    /// ROCm tracers give the size only on the call (`hipMemcpyWithStream`'s
+    /// `size` arg), never on the GPU record.
+    pub fn call_copy_bytes(&mut self, correlation: u64, bytes: u64) {
+        if correlation != 0 && bytes > 0 {
+            self.call_copy.entry(correlation).or_default().bytes = bytes;
         }
     }
 
@@ -430,8 +442,9 @@ impl TraceBuilder {
     }
 
     /// Gives each copy the direction its launching call asked for (see
-    /// [`call_copy_kind`](Self::call_copy_kind)); a host side the record
-    /// called "Device" becomes unknown memory.
+    /// [`call_copy_kind`](Self::call_copy_kind)), and its size when it has
+    /// none ([`call_copy_bytes`](Self::call_copy_bytes)); a host side the
+    /// record called "Device" becomes unknown memory.
     fn apply_call_copy_kinds(&mut self) {
         if self.call_copy.is_empty() {
             return;
@@ -443,12 +456,15 @@ impl TraceBuilder {
             }
             // By correlation, not by link: the call may be outside a time
             // window the importer kept while its copy is inside.
-            let Some(&kind) = self.call_copy.get(&g.correlation[i]) else {
+            let Some(&call) = self.call_copy.get(&g.correlation[i]) else {
                 continue;
             };
-            if kind == g.copy_kind[i] {
-                continue;
+            if g.bytes[i] == 0 {
+                g.bytes[i] = call.bytes;
             }
+            let Some(kind) = call.kind.filter(|&k| k != g.copy_kind[i]) else {
+                continue;
+            };
             g.copy_kind[i] = kind;
             let host = |m: MemKind| if m == MemKind::Device { MemKind::Unknown } else { m };
             match kind {
@@ -519,6 +535,15 @@ fn kind_rank(k: CpuOpKind) -> u8 {
         CpuOpKind::Other => 3,
         CpuOpKind::Operator => 4,
     }
+}
+
+/// What a copy's launching call says of it, for the copy to take.
+#[derive(Clone, Copy, Debug, Default)]
+struct CallCopy {
+    /// The direction the call asked for.
+    kind: Option<CopyKind>,
+    /// The bytes the call copies (0: not said).
+    bytes: u64,
 }
 
 /// Stable sort of a table's rows by `key`, skipped when already sorted (the
