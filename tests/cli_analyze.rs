@@ -378,3 +378,23 @@ fn findings_count_occurrences_in_the_singular_and_plural() {
     let demo = gapscope(["analyze", "--demo"]).expect_code(0);
     assert!(demo.stdout.contains("; 5 occurrences; where:"), "{}", demo.stdout);
 }
+
+/// A trace of one step says so ("step #100, the trace's only step", not
+/// "step #100 of 1"); one step of several keeps its count.
+#[test]
+fn the_window_line_names_an_only_step_as_such() {
+    let path = shared_trace("hta/critical_path/cuda_event_sync/event_sync_trace.json.gz");
+    let r = gapscope([OsString::from("analyze"), path.into()]).expect_code(0);
+    assert!(
+        r.stdout
+            .contains("window: step #100, the trace's only step, 3.15 ms"),
+        "{}",
+        r.stdout
+    );
+    let demo = gapscope(["analyze", "--demo", "--steps", "12"]).expect_code(0);
+    assert!(
+        demo.stdout.contains("window: step #12 of 5 in the trace"),
+        "{}",
+        demo.stdout
+    );
+}

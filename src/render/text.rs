@@ -82,16 +82,13 @@ fn window_line(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
                 sel.first().copied().unwrap_or(0),
                 sel.last().copied().unwrap_or(0),
             );
-            let which = if sel.len() == 1 {
-                format!("step #{first}")
-            } else {
-                format!("{} steps #{first}..#{last}", sel.len())
+            let which = match (sel.len(), w.steps_in_trace) {
+                // "step #3 of 1" reads as a contradiction.
+                (1, 1) => format!("step #{first}, the trace's only step"),
+                (1, n) => format!("step #{first} of {n} in the trace"),
+                (k, n) => format!("{k} steps #{first}..#{last} of {n} in the trace"),
             };
-            writeln!(
-                out,
-                "window: {which} of {} in the trace, {dur} ms",
-                w.steps_in_trace
-            )
+            writeln!(out, "window: {which}, {dur} ms")
         }
         "empty" => writeln!(
             out,
