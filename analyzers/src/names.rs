@@ -6,10 +6,8 @@
 //! that some tracers add (`__cudaLaunchKernel`) are ignored. CUDA runtime
 //! (`cuda*`), driver (`cu*`) and HIP (`hip*`) spellings are all recognised.
 
-/// A runtime API name without the leading underscores some tracers add.
-pub fn api_name(name: &str) -> &str {
-    name.trim_start_matches('_')
-}
+// Shared with the importer, which gives a copy its call's size.
+pub use gapscope_collectors::trace::api::{api_name, is_memcpy_api};
 
 /// The calls that block the host until device work has finished: stream,
 /// device, context and event synchronize (CUDA's "API synchronization
@@ -47,15 +45,6 @@ pub fn is_stream_sync_api(name: &str) -> bool {
     ]
     .iter()
     .any(|s| api.starts_with(s))
-}
-
-/// Memcpy: a memory copy call (`cudaMemcpy`, `cudaMemcpyAsync`,
-/// `cuMemcpyHtoD`, `hipMemcpyWithStream`, ...).
-pub fn is_memcpy_api(name: &str) -> bool {
-    let api = api_name(name);
-    ["cudaMemcpy", "cuMemcpy", "hipMemcpy"]
-        .iter()
-        .any(|p| api.starts_with(p))
 }
 
 /// Memset: a memory set call (`cudaMemsetAsync`, `cuMemsetD32`, ...).

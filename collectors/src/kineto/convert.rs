@@ -319,7 +319,7 @@ impl Converter {
         if let Some(kind) = hip_copy_kind(ev.name.unwrap_or(""), args.and_then(|a| a.kind)) {
             self.builder.call_copy_kind(call.correlation, kind);
         }
-        if is_copy_call(ev.name.unwrap_or("")) {
+        if crate::trace::api::is_memcpy_api(ev.name.unwrap_or("")) {
             if let Some(bytes) = args.and_then(|a| a.size.or(a.bytes)) {
                 self.builder
                     .call_copy_bytes(call.correlation, u64::try_from(bytes).unwrap_or(0));
@@ -624,15 +624,6 @@ pub fn describe(ev: &Event<'_>) -> String {
 /// (`hipMemcpyKind`: 0 host to host, 1 host to device, 2 device to host, 3
 /// device to device; 4, `hipMemcpyDefault`, leaves it to the pointers and
 /// says nothing).
-/// A runtime or driver call that copies memory (`cudaMemcpyAsync`,
-/// `hipMemcpyWithStream`, `cuMemcpyHtoDAsync`, ...).
-fn is_copy_call(name: &str) -> bool {
-    let name = name.trim_start_matches('_');
-    ["cudaMemcpy", "hipMemcpy", "cuMemcpy"]
-        .iter()
-        .any(|p| name.starts_with(p))
-}
-
 fn hip_copy_kind(name: &str, kind: Option<&str>) -> Option<CopyKind> {
     if !name.trim_start_matches('_').starts_with("hipMemcpy") {
         return None;

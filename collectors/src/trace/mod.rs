@@ -25,6 +25,7 @@
 //! assert_eq!(trace.op_name(trace.links.runtime_op[call.index()]), Some("aten::mm"));
 //! ```
 
+pub mod api;
 mod builder;
 mod hash;
 mod links;
