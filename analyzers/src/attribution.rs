@@ -23,6 +23,7 @@
 //! `nn.Module:` counts as an annotation whatever its kind. Everything is
 //! computed once, in one pass over the rows (parents precede children).
 
+use crate::evidence::blocked_in_ops;
 use crate::names::{
     is_annotation_name, is_dataloader_name, is_frame, is_profiler_name, is_step_name, is_warmup_name,
     user_frame,
@@ -59,6 +60,9 @@ pub struct OpContext {
     /// launched GPU work: the operator runs on the GPU, whatever its host
     /// side costs.
     pub launches: Vec<bool>,
+    /// Time spent in blocking calls (waiting for the GPU) inside each row
+    /// that made any ([`blocked_in_ops`]): not the operator's own cost.
+    pub blocked: FxHashMap<OpRow, Ns>,
 }
 
 /// A first call is warm-up when it takes more than this many times the
@@ -72,13 +76,27 @@ pub const FIRST_CALL_MIN_EXCESS_NS: Ns = 50_000;
 /// Later calls needed to know the steady state.
 pub const FIRST_CALL_MIN_LATER: usize = 2;
 
+/// The host time of `cpu_ops` row `row`: its duration without the time it
+/// spent blocked waiting for the GPU (`blocked`, from [`blocked_in_ops`]).
+/// A first `.item()` that waits 400 ms for queued kernels is not 400 ms of
+/// warm-up.
+pub fn host_ns(trace: &Trace, blocked: &FxHashMap<OpRow, Ns>, row: usize) -> Ns {
+    let ops = &trace.cpu_ops;
+    let dur = ops.end[row] - ops.start[row];
+    if blocked.is_empty() {
+        return dur;
+    }
+    (dur - blocked.get(&OpRow::new(row)).copied().unwrap_or(0)).max(0)
+}
+
 /// Per `cpu_ops` row: whether it is the first call of its operator name and
-/// input shapes in the trace and takes over [`FIRST_CALL_FACTOR`] times,
-/// and [`FIRST_CALL_MIN_EXCESS_NS`] more than, the median of the later
-/// calls (at least [`FIRST_CALL_MIN_LATER`] of them). Library handles,
+/// input shapes in the trace and its host time ([`host_ns`]: without the
+/// time it waited for the GPU) is over [`FIRST_CALL_FACTOR`] times, and
+/// [`FIRST_CALL_MIN_EXCESS_NS`] more than, the median of the later calls'
+/// (at least [`FIRST_CALL_MIN_LATER`] of them). Library handles,
 /// workspaces, kernel selection and lazily loaded kernels make first calls
 /// slow; steady-state steps do not pay that again.
-pub fn first_calls(trace: &Trace) -> Vec<bool> {
+pub fn first_calls(trace: &Trace, blocked: &FxHashMap<OpRow, Ns>) -> Vec<bool> {
     let ops = &trace.cpu_ops;
     let mut by: FxHashMap<(StrId, StrId), Vec<usize>> = FxHashMap::default();
     for i in 0..ops.len() {
@@ -92,7 +110,7 @@ pub fn first_calls(trace: &Trace) -> Vec<bool> {
             continue;
         }
         rows.sort_by_key(|&r| (ops.start[r], r));
-        let dur = |r: usize| ops.end[r] - ops.start[r];
+        let dur = |r: usize| host_ns(trace, blocked, r);
         let mut later: Vec<Ns> = rows[1..].iter().map(|&r| dur(r)).collect();
         let k = later.len() / 2;
         let median = *later.select_nth_unstable(k).1;
@@ -159,10 +177,12 @@ impl OpContext {
             source: vec![Strings::EMPTY; n],
             profiler: vec![false; n],
             warmup_range: vec![None; n],
-            first_call: first_calls(trace),
+            first_call: Vec::new(),
             first_call_own: Vec::new(),
             launches: launching_rows(trace),
+            blocked: blocked_in_ops(trace),
         };
+        cx.first_call = first_calls(trace, &cx.blocked);
         cx.first_call_own = cx.first_call.clone();
         let mut user_src = vec![Strings::EMPTY; n];
         let mut classes = NameCache::new(&trace.strings);

@@ -22,7 +22,7 @@ use crate::names::{
     is_memcpy_api, is_step_name, is_sync_api,
 };
 use gapscope_collectors::trace::{
-    CallRow, CopyKind, CpuOpKind, GpuKind, MarkerKind, MemKind, Ns, ThreadId, Trace,
+    CallRow, CopyKind, CpuOpKind, FxHashMap, GpuKind, MarkerKind, MemKind, Ns, OpRow, ThreadId, Trace,
 };
 
 /// One interval where a host thread was blocked on the device.
@@ -190,6 +190,45 @@ fn blocking_calls(trace: &Trace, device: u32, launchers: &[ThreadId]) -> Vec<Blo
         .collect();
     calls.sort_by_key(|b| (b.start, b.end));
     disjoint(calls)
+}
+
+/// The time each `cpu_ops` row spent in blocking calls (on any device)
+/// made inside it, its own or its children's, for the rows that made any:
+/// an operator that waits for the GPU is slow because of the GPU, not
+/// because of its host work. Calls are walked up from the innermost
+/// operator that made them; a trace has few blocking calls, so the map is
+/// small.
+pub fn blocked_in_ops(trace: &Trace) -> FxHashMap<OpRow, Ns> {
+    let rt = &trace.runtime;
+    let mut out: FxHashMap<OpRow, Ns> = FxHashMap::default();
+    // Per name: whether calls of it can block at all (sync or copy APIs).
+    let mut may_block: Vec<Option<bool>> = vec![None; trace.strings.len()];
+    let mut targets: Option<Vec<Option<CallTarget>>> = None;
+    for r in 0..rt.len() {
+        let (start, end, name) = (rt.start[r], rt.end[r], rt.name[r]);
+        if end <= start {
+            continue;
+        }
+        let text = trace.strings.get(name);
+        let maybe = match may_block.get_mut(name.0 as usize) {
+            Some(slot) => *slot.get_or_insert_with(|| is_sync_api(text) || is_memcpy_api(text)),
+            None => is_sync_api(text) || is_memcpy_api(text),
+        };
+        if !maybe {
+            continue;
+        }
+        let target = targets.get_or_insert_with(|| call_targets(trace))[r];
+        // The call's own device: blocking anywhere counts here.
+        if !is_blocking(text, target, target.map_or(0, |t| t.device)) {
+            continue;
+        }
+        let mut at = trace.links.runtime_op[r];
+        while let Some(op) = at {
+            *out.entry(op).or_default() += end - start;
+            at = trace.cpu_ops.parent[op.index()];
+        }
+    }
+    out
 }
 
 /// Whether a runtime call named `name` blocks the host on `device`.

@@ -506,18 +506,48 @@ fn culprits_group_by_module_class() {
 /// `aten::addmm` of one shape: the first call takes `first` µs, the three
 /// later ones 50 µs each; each launches its kernel at its end.
 fn first_call_trace(first: Ns) -> Trace {
+    first_call_waiting(first, 0)
+}
+
+/// [`first_call_trace`], with the first call blocked `blocked` µs in a
+/// `cudaStreamSynchronize` from 1 µs after its start (0: no sync).
+///
+/// ```text
+/// µs        10                                 10+first
+/// thread 1  [aten::addmm (1st)..................][aten::addmm 50][..]
+///             [cudaStreamSynchronize (blocked)]  [L]
+/// stream 7                                         [gemm]
+/// ```
+fn first_call_waiting(first: Ns, blocked: Ns) -> Trace {
     let mut t = Sketch::in_units(US);
     t.o(0, 10_000, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.named_kernel("k0", 7, 0, 10, 1);
     let mut at = 10;
     for (i, d) in [first, 50, 50, 50].into_iter().enumerate() {
         let c = 2 + i as u64;
-        t.op_shaped(at, at + d, "aten::addmm", "[[8, 16], [16, 4]]")
-            .call(at + d - 3, at + d - 1, "cudaLaunchKernel", c)
+        t.op_shaped(at, at + d, "aten::addmm", "[[8, 16], [16, 4]]");
+        if i == 0 && blocked > 0 {
+            t.call(at + 1, at + 1 + blocked, "cudaStreamSynchronize", 100);
+        }
+        t.call(at + d - 3, at + d - 1, "cudaLaunchKernel", c)
             .named_kernel("gemm", 7, at + d, at + d + 10, c);
         at += d + 10;
     }
     t.finish()
+}
+
+/// A first call that is slow only because it waited for the GPU is no
+/// warm-up: its host time is what it did, not what it waited for.
+#[test]
+fn a_first_call_slow_only_from_waiting_is_no_warm_up() {
+    // 2000 µs, 1990 of them in the sync: 10 µs of host time against 50.
+    let f = findings(&first_call_waiting(2000, 1990));
+    assert!(find(&f, "first_call_warmup").is_none(), "{f:#?}");
+    // 2000 µs, 1000 of them in the sync: 1000 µs of host time is still
+    // 20x the later calls', and the hint says so.
+    let f = findings(&first_call_waiting(2000, 1000));
+    let w = find(&f, "first_call_warmup").expect("D16");
+    assert!(w.hint.contains("1.00 ms against 50.0 µs"), "{}", w.hint);
 }
 
 #[test]

@@ -12,7 +12,9 @@
 //! launch call) inside an operator's first call that costs far more than
 //! its later calls with the same input shapes
 //! ([`first_calls`](crate::attribution::first_calls): over 5× their median
-//! and 50 µs more), and pieces under CUPTI's `Lazy Function Loading`
+//! and 50 µs more, each call's host time counted without the time it was
+//! blocked waiting for the GPU, so a first `.item()` behind queued work is
+//! no warm-up), and pieces under CUPTI's `Lazy Function Loading`
 //! records (the driver loading a kernel's module on its first launch; Kineto
 //! files them as overhead, but the program pays them without a profiler
 //! too), and pieces inside a range the program itself names warm-up
@@ -27,7 +29,7 @@
 //! (there the cost is already gone).
 
 use super::{CallClass, Cx, Draft, MAX_EVIDENCE, NOISE_NS};
-use crate::attribution::module_class;
+use crate::attribution::{host_ns, module_class};
 use crate::causes::Cause;
 use crate::format::duration;
 use gapscope_collectors::trace::{Ns, OpRow};
@@ -108,7 +110,9 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     }
     calls.retain(|_, rows| !rows.is_empty());
     let mut named: Vec<(String, Vec<OpRow>)> = calls.into_iter().collect();
-    let dur = |r: OpRow| ops.end[r.index()] - ops.start[r.index()];
+    // Host time, as the first calls were found by: a wait for the GPU
+    // inside a call is not its cost.
+    let dur = |r: OpRow| host_ns(t, &cx.ops.blocked, r.index());
     named.sort_by_key(|(n, rows)| {
         (
             std::cmp::Reverse(rows.iter().map(|&r| dur(r)).sum::<Ns>()),
@@ -218,7 +222,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     Some(d)
 }
 
-/// "42 µs–80 µs": the range of the median later-call durations of the
+/// "42 µs–80 µs": the range of the median later-call host times of the
 /// operators (name and shapes) of `rows`.
 fn steady_range(cx: &Cx, rows: &[OpRow]) -> String {
     let ops = &cx.trace.cpu_ops;
@@ -227,7 +231,7 @@ fn steady_range(cx: &Cx, rows: &[OpRow]) -> String {
         let (name, shapes, start) = (ops.name[r.index()], ops.shapes[r.index()], ops.start[r.index()]);
         let mut later: Vec<Ns> = (0..ops.len())
             .filter(|&i| ops.name[i] == name && ops.shapes[i] == shapes && ops.start[i] > start)
-            .map(|i| ops.end[i] - ops.start[i])
+            .map(|i| host_ns(cx.trace, &cx.ops.blocked, i))
             .collect();
         if later.is_empty() {
             continue;
