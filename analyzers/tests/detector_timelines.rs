@@ -908,6 +908,40 @@ fn d2_cpu_bound_range() {
     assert!(find(&f, "cpu_bound_operator").is_none());
 }
 
+/// D2 by user range names the operator with the most idle time by name,
+/// summed over its call sites: `aten::cumsum` in three modules (3 × 10 µs)
+/// outweighs `aten::sort` (25 µs), though each of its sites holds less.
+///
+/// ```text
+/// µs          0    10        35 37   47 49   59 61   71   79 80 82 83    100
+/// stream 7    [k1..]                                            [k2.......]
+/// thread 1    [features.........................................]
+///                  [aten::sort][A [cumsum]][B [cumsum]][C [cumsum]]  [L2]
+/// idle             [cpu_bound_range `features`: 69 µs............]
+/// ```
+#[test]
+fn d2_range_names_the_heaviest_operator_over_its_sites() {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.kernel(7, 0, 10, 1);
+    t.op(10, 79, "features");
+    t.op(10, 35, "aten::sort");
+    for (m, at) in [("A", 36), ("B", 48), ("C", 60)] {
+        t.op(at, at + 12, &format!("nn.Module: {m}"));
+        t.op(at + 1, at + 11, "aten::cumsum");
+    }
+    t.call(80, 82, "cudaLaunchKernel", 2).kernel(7, 83, 100, 2);
+    let f = t.findings();
+    let x = find(&f, "cpu_bound_range").expect("D2 by range");
+    assert_eq!(x.idle_ns, 69 * US);
+    assert_eq!(x.operator.as_deref(), Some("aten::cumsum"), "{}", x.hint);
+    assert!(
+        x.hint.contains("the most time in `aten::cumsum`, 43 % of it"),
+        "{}",
+        x.hint
+    );
+}
+
 #[test]
 fn d2_near_miss_one_operator_per_stretch_stays_per_operator() {
     // A launch between the two operators splits the range's CPU time into

@@ -170,6 +170,51 @@ fn xdit_compiled_region_gets_compiled_code_advice() {
     }
 }
 
+/// `aten::mm` inside the compiled graph is an operator Inductor's wrapper
+/// calls (26 µs a call on the host before its kernel launches), not the
+/// wrapper's own code: its advice says so instead of blaming the wrapper.
+#[test]
+fn xdit_operator_called_by_compiled_code_is_not_the_wrapper() {
+    let a = analysis(XDIT);
+    let mm = a["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "cpu_bound_operator" && f["operator"] == "aten::mm")
+        .unwrap_or_else(|| panic!("{:?}", a["findings"]));
+    let h = mm["hint"].as_str().unwrap();
+    assert!(
+        h.contains("`aten::mm` is called by code `torch.compile` generated"),
+        "{h}"
+    );
+    assert!(!h.contains("Inductor's Python wrapper"), "{h}");
+    assert!(h.contains("HIP graphs"), "{h}");
+}
+
+/// The b200 forward's range finding names `vllm::moe_forward`, the
+/// operator with the most idle time summed over its 36 layers, not the
+/// single call site that holds the most (`aten::mm` in the logits).
+#[test]
+fn b200_range_names_the_heaviest_operator() {
+    let a = analysis(B200);
+    let r = findings(&a, "cpu_bound_range");
+    assert_eq!(r.len(), 1, "{:?}", a["findings"]);
+    assert_eq!(r[0]["operator"], "vllm::moe_forward", "{}", r[0]);
+    let h = r[0]["hint"].as_str().unwrap();
+    assert!(h.contains("the most time in `vllm::moe_forward` at "), "{h}");
+}
+
+/// SGLang's first `aten::copy_` (a device-to-host read) takes 463 ms, all
+/// but microseconds of it blocked behind the queued wait on an untraced
+/// event: that is the GPU's time, not a first call's warm-up.
+#[test]
+fn sglang_first_copy_blocked_on_the_gpu_is_no_warm_up() {
+    let a = analysis(SGLANG);
+    for f in findings(&a, "first_call_warmup") {
+        assert!(!f["hint"].as_str().unwrap().contains("463"), "{f}");
+    }
+}
+
 /// Item 4. The b200 trace is a whole vLLM forward in eager mode: its
 /// operators launch GPU work, they do not compute on CPU tensors.
 #[test]

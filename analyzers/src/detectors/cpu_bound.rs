@@ -26,7 +26,9 @@
 //!   the fix is to the range as a whole (a whole function moved to the GPU),
 //!   so the finding explains all of the range's idle time in the stretch,
 //!   the Python between its operators included. Its `operator` is the
-//!   operator with the most idle time in it, its `annotation` the range.
+//!   operator name with the most idle time in it (summed over that
+//!   operator's calls and sites), at its heaviest site; its `annotation`
+//!   the range.
 //!   With one operator the operator is the thing to fix, and the pieces
 //!   stay in the operator grouping below;
 //! - **by operator** (`cpu_bound_operator`): the other `cpu_op` pieces, by
@@ -139,14 +141,22 @@ pub(super) fn detect<T: Send>(
         let per_step = duration(idle / cx.n_steps());
         let share = percent_whole(idle, cx.window_ns());
         let mut d = if let Some(range) = key.strip_prefix("r:") {
-            // The dominant operator of the range's operator pieces; the
-            // range itself as the annotation.
+            // The operator with the most idle time in the range, by name
+            // (summed over its call sites: a layer's 36 instances are one
+            // operator), named at its heaviest site; the range itself as
+            // the annotation.
             let ops: Vec<u32> = pieces
                 .iter()
                 .copied()
                 .filter(|&i| cx.piece(i).cause == Cause::CpuOp)
                 .collect();
-            let (op, _, src) = cx.blame(&ops);
+            let (top, top_idle) = cx.heaviest_operator(&ops).unwrap_or((Strings::EMPTY, 0));
+            let top_pieces: Vec<u32> = ops
+                .iter()
+                .copied()
+                .filter(|&i| cx.seg(&cx.piece(i)).op.map(|r| cx.trace.cpu_ops.name[r.index()]) == Some(top))
+                .collect();
+            let (op, _, src) = cx.blame(&top_pieces);
             let n_ops = {
                 let names: FxHashSet<u32> = ops
                     .iter()
@@ -155,11 +165,16 @@ pub(super) fn detect<T: Send>(
                     .collect();
                 names.len()
             };
-            let place = match &src {
-                Some(s) => format!("The `{range}` range at {s}"),
-                None => format!("The `{range}` range"),
+            // The source line is the dominant operator's, not the range's.
+            let at = src.as_ref().map(|s| format!(" at {s}")).unwrap_or_default();
+            let dominant = match op.as_deref() {
+                Some(name) if 2 * top_idle >= idle => format!("most of the time in `{name}`{at}"),
+                Some(name) => format!(
+                    "the most time in `{name}`{at}, {} of it",
+                    percent_whole(top_idle, idle)
+                ),
+                None => "most of the time in its operators".to_string(),
             };
-            let dominant = op.as_deref().unwrap_or("its operators");
             let per = cx.per_step();
             let mut d = Draft::new(
                 "D2",
@@ -169,9 +184,9 @@ pub(super) fn detect<T: Send>(
                     duration(idle)
                 ),
                 format!(
-                    "{place} keeps the CPU busy in {n_ops} operators (most of the time in \
-                     `{dominant}`) and the Python between them for {per_step} {per} while \
-                     nothing is queued on the GPU. {}",
+                    "The `{range}` range keeps the CPU busy in {n_ops} operators ({dominant}) and the \
+                     Python between them for {per_step} {per} while nothing is queued on the \
+                     GPU. {}",
                     advice(cx, &pieces)
                 ),
             );
@@ -215,7 +230,7 @@ pub(super) fn detect<T: Send>(
                     "Between operators{inside}{at} the CPU runs Python and framework code for \
                      {per_step} {per} while the GPU has nothing queued. {}",
                     match host_work(cx, &pieces) {
-                        HostWork::Compiled(_) => advice(cx, &pieces),
+                        HostWork::Compiled(_) | HostWork::CompiledCall(_) => advice(cx, &pieces),
                         _ => format!(
                             "Remove per-step Python work from the loop (logging, list building, \
                              shape checks), use `torch.compile(model)` to cut interpreter and \
@@ -357,6 +372,10 @@ enum HostWork {
     /// compiled regions (`Torch-Compiled Region`, `## Call CompiledFxGraph`
     /// rows) behind the time.
     Compiled(Vec<OpRow>),
+    /// An operator that code `torch.compile` generated calls (an extern
+    /// kernel such as `aten::mm`), whose own host side holds more of the
+    /// time than the wrapper around it: the operator with the most of it.
+    CompiledCall(OpRow),
     /// A custom operator's host code (its outermost operator row).
     Custom(OpRow),
     /// Operators that launch GPU work but take longer on the host.
@@ -418,7 +437,10 @@ fn is_compiled_source(src: &str) -> bool {
 /// Classifies the host work behind `pieces` (see [`HostWork`]) by the
 /// operator with the most idle time: compiled code when it is, or is
 /// inside, a compiled region (without operators: when at least half the
-/// idle time is in compiled code); a custom operator when it is one; else
+/// idle time is in compiled code), and then an operator the compiled code
+/// calls when more of the operator time in the regions is inside such
+/// operators (`aten::mm` as an extern kernel) than in the region rows
+/// themselves (the wrapper's code); a custom operator when it is one; else
 /// dispatch when at least half the operator time is in operators that
 /// launch GPU work; else CPU compute when the host-only operators hold
 /// [`CPU_COMPUTE_MIN_NS`] per call on average, framework overhead when
@@ -449,6 +471,12 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
     let mut allocating = 0i64;
     let mut allocation_name = NameTest::new(t.strings.len(), is_allocation_op);
     let mut by_op: FxHashMap<Option<OpRow>, i64> = FxHashMap::default();
+    // Operator time in compiled regions: in the region rows themselves
+    // (the wrapper's own code), and in operators the wrapper calls, by
+    // operator name.
+    let mut wrapper = 0i64;
+    let mut called: FxHashMap<StrId, (i64, OpRow)> = FxHashMap::default();
+    let mut region_name = NameTest::new(t.strings.len(), is_compiled_name);
     // Pieces of one segment say the same: each run is weighed once.
     for (p, d) in cx.runs(pieces, |p| p.seg) {
         total += d;
@@ -463,6 +491,14 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
             }
         }
         if let Some(op) = seg.op.filter(|_| p.cause == Cause::CpuOp) {
+            if region.is_some() {
+                let name = ops.name[op.index()];
+                if region_name.test(t.strings.get(name), name) {
+                    wrapper += d;
+                } else {
+                    called.entry(name).or_insert((0, op)).0 += d;
+                }
+            }
             op_total += d;
             if cx.ops.launches[op.index()] {
                 launching += d;
@@ -487,7 +523,15 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
         None => total > 0 && 2 * compiled >= total,
     };
     if compiled_wins {
-        return HostWork::Compiled(regions);
+        let in_calls: i64 = called.values().map(|c| c.0).sum();
+        let heaviest = called
+            .iter()
+            .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then_with(|| b.0.cmp(a.0)))
+            .map(|(_, &(_, op))| op);
+        return match heaviest {
+            Some(op) if in_calls > wrapper => HostWork::CompiledCall(op),
+            _ => HostWork::Compiled(regions),
+        };
     }
     if let Some(r) = top.filter(|r| is_custom_op(t.strings.get(ops.name[r.index()]))) {
         return HostWork::Custom(r);
@@ -528,6 +572,17 @@ fn advice(cx: &Cx, pieces: &[u32]) -> String {
                  whole region at once; or have Inductor emit a C++ wrapper \
                  (`torch._inductor.config.cpp_wrapper = True`); and run it once before \
                  profiling, since first calls also compile and autotune."
+            )
+        }
+        HostWork::CompiledCall(r) => {
+            let name = cx.name(Some(r)).unwrap_or_default();
+            format!(
+                "`{name}` is called by code `torch.compile` generated (Inductor calls the \
+                 operator instead of generating its kernel), and the time is the operator's own \
+                 host side, before its kernels launch (dispatch, argument checks, the \
+                 library's setup), not the wrapper's: compiling again does not remove it. \
+                 Replay the region as {graphs} graphs (`torch.compile(mode=\"reduce-overhead\")`), \
+                 which launch its kernels without the host code."
             )
         }
         HostWork::Custom(r) => {

@@ -92,6 +92,20 @@ impl Cx<'_> {
         }
     }
 
+    /// The operator name with the most idle time in `pieces` (pieces
+    /// without an operator left out), summed over every row and site of
+    /// that name, and that time; ties go to the smaller string id.
+    pub fn heaviest_operator(&self, pieces: &[u32]) -> Option<(StrId, Ns)> {
+        let mut by: FxHashMap<StrId, Ns> = FxHashMap::default();
+        for (p, idle) in self.runs(pieces, |p| p.seg) {
+            if let Some(op) = self.seg(&p).op {
+                *by.entry(self.trace.cpu_ops.name[op.index()]).or_default() += idle;
+            }
+        }
+        by.into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+    }
+
     /// Dominant `(operator, annotation, source)` of pieces by idle time;
     /// sync pieces are blamed on the outermost operator around the call.
     pub fn blame(&self, pieces: &[u32]) -> Blame {
