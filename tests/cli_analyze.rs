@@ -379,6 +379,34 @@ fn findings_count_occurrences_in_the_singular_and_plural() {
     assert!(demo.stdout.contains("; 5 occurrences; where:"), "{}", demo.stdout);
 }
 
+/// A finding's savings and explained time are shown in the unit that
+/// shows them: SGLang's blocking read saves 150.7 µs, not "~0.15 ms", its
+/// late graph launch 14.1 µs, not "~0.01 ms"; a context finding that
+/// explains no idle time says nothing of it.
+#[test]
+fn finding_times_are_shown_in_their_own_unit() {
+    let path = shared_trace("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
+    let r = gapscope([OsString::from("analyze"), path.into()]).expect_code(0);
+    assert!(
+        r.stdout
+            .contains("saves ~150.7 µs of 150.7 µs explained; 1 occurrence"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("saves ~14.1 µs of 14.1 µs explained"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("context, not idle time; 1 occurrence"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("0.00 ms explained"), "{}", r.stdout);
+    assert!(!r.stdout.contains("~0.0"), "{}", r.stdout);
+}
+
 /// A trace of one step says so ("step #100, the trace's only step", not
 /// "step #100 of 1"); one step of several keeps its count.
 #[test]

@@ -119,12 +119,12 @@ fn findings(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
     for (i, f) in j.findings.iter().take(MAX_FINDINGS).enumerate() {
         writeln!(out, "{:>3}. [{}] {}", i + 1, f.id, f.title)?;
         let mut facts = vec![format!(
-            "saves {}~{} ms of the job's step time",
+            "saves {}~{} of the job's step time",
             if f.untraced_ranks > 0 { "at most " } else { "" },
-            ms(f.est_savings_ns)
+            duration(f.est_savings_ns)
         )];
         if f.total_wait_ns > 0 {
-            facts.push(format!("others waited {} ms in all", ms(f.total_wait_ns)));
+            facts.push(format!("others waited {} in all", duration(f.total_wait_ns)));
         }
         if let Some(r) = f.culprit_rank {
             facts.push(format!("culprit rank {r}"));
@@ -138,11 +138,9 @@ fn findings(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
         }
     }
     if j.findings.len() > MAX_FINDINGS {
-        writeln!(
-            out,
-            "  ... and {} more findings (all of them: --format json)",
-            j.findings.len() - MAX_FINDINGS
-        )?;
+        let rest = j.findings.len() - MAX_FINDINGS;
+        let noun = if rest == 1 { "finding" } else { "findings" };
+        writeln!(out, "  ... and {rest} more {noun} (all of them: --format json)")?;
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use gapscope_analyzers::analysis::{Analysis, DeviceReport};
 use gapscope_analyzers::breakdown::Breakdown;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::detectors::Finding;
-use gapscope_analyzers::format::{duration, ms, percent};
+use gapscope_analyzers::format::{count, duration, ms, percent};
 use gapscope_analyzers::idle::{TopGap, TopIdleOperator};
 use std::io::{self, Write};
 
@@ -269,37 +269,30 @@ fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::
                 .savings_bound_ns
                 .map(|b| format!(" (at most {})", duration(b)))
                 .unwrap_or_default();
+            // Durations in the unit that shows them: a 4 µs saving is
+            // not "0.00 ms".
+            let explained = duration(f.explained_ns);
             let saves = match (f.primary, f.estimable) {
-                (true, true) => format!("saves ~{} ms of", ms(f.est_savings_ns)),
-                (true, false) => format!("saving not estimable from the trace{bound};"),
-                (false, _) => format!("context, not idle time{bound}:"),
+                (true, true) => format!("saves ~{} of {explained} explained", duration(f.est_savings_ns)),
+                (true, false) => format!("saving not estimable from the trace{bound}; {explained} explained"),
+                (false, _) if f.explained_ns == 0 => format!("context, not idle time{bound}"),
+                (false, _) => format!("context, not idle time{bound}: {explained} explained"),
             };
             let at = place(
                 f.operator.as_deref(),
                 f.annotation.as_deref(),
                 f.source.as_deref(),
             );
-            let times = if f.occurrences == 1 {
-                "occurrence"
-            } else {
-                "occurrences"
-            };
-            writeln!(
-                out,
-                "      {saves} {} ms explained; {} {times}; where: {at}",
-                ms(f.explained_ns),
-                f.occurrences
-            )?;
+            let times = count(f.occurrences, "occurrence", "occurrences");
+            writeln!(out, "      {saves}; {times}; where: {at}")?;
             for line in wrap(&f.hint, HINT_WIDTH) {
                 writeln!(out, "      {line}")?;
             }
         }
         if mine.len() > MAX_FINDINGS {
-            writeln!(
-                out,
-                "  ... and {} more findings (all of them: --format json)",
-                mine.len() - MAX_FINDINGS
-            )?;
+            let rest = mine.len() - MAX_FINDINGS;
+            let noun = if rest == 1 { "finding" } else { "findings" };
+            writeln!(out, "  ... and {rest} more {noun} (all of them: --format json)")?;
         }
         writeln!(out)?;
     }
