@@ -100,7 +100,7 @@ pub(crate) fn partial_last_step(trace: &Trace, device: u32, steps: &[Step]) -> O
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let mut out = Vec::new();
-    let prof = cx.take(claims, |p| p.cause == Cause::Profiler);
+    let prof = cx.take_of(claims, &[Cause::Profiler], |_| true);
     if !prof.is_empty() {
         let ns = cx.total(&prof);
         let mut d = Draft::new(
@@ -121,8 +121,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     // The gaps touching the window's edges: the first run of pieces from
     // `ws` and the last run up to `we`.
     let edge = edge_spans(cx);
-    let edges = cx.take(claims, |p| {
-        p.cause == Cause::Untraced && edge.iter().any(|&(s, e)| p.start >= s && p.end <= e)
+    let edges = cx.take_of(claims, &[Cause::Untraced], |p| {
+        edge.iter().any(|&(s, e)| p.start >= s && p.end <= e)
     });
     if !edges.is_empty() {
         let ns = cx.total(&edges);

@@ -79,9 +79,7 @@ pub(super) fn detect<T: Send>(
     claims: &mut [bool],
     beside: impl FnOnce() -> T + Send,
 ) -> (Vec<Draft>, T) {
-    let taken = cx.take(claims, |p| {
-        matches!(p.cause, Cause::CpuOp | Cause::FrameworkOverhead)
-    });
+    let taken = cx.take_of(claims, &[Cause::CpuOp, Cause::FrameworkOverhead], |_| true);
     let ranges = grouping(cx, &taken);
     let by = |k: usize| match ranges[k] {
         Some(r) => By::Range(r),

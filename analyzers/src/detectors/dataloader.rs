@@ -47,7 +47,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     if (dl_ns as f64) <= MIN_SHARE * cx.window_ns() as f64 {
         return Vec::new();
     }
-    let pieces = cx.take(claims, |p| p.cause == Cause::Dataloader);
+    let pieces = cx.take_of(claims, &[Cause::Dataloader], |_| true);
     if pieces.is_empty() {
         return Vec::new();
     }

@@ -27,7 +27,7 @@ use crate::format::duration;
 use crate::names::is_capture_begin_api;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
-    let pieces = cx.take(claims, |p| p.cause == Cause::GraphCapture);
+    let pieces = cx.take_of(claims, &[Cause::GraphCapture], |_| true);
     if pieces.is_empty() {
         return None;
     }

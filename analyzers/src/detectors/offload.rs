@@ -83,7 +83,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     rows.sort_unstable();
     let set: HashSet<GpuRow> = rows.iter().copied().collect();
     let in_set = |row: Option<GpuRow>| row.is_some_and(|r| set.contains(&r));
-    let pieces = cx.take(claims, |p| {
+    let pieces = cx.take_kept(claims, |p| {
         let waits = p.cause == Cause::Sync && p.blocking.is_some_and(|b| in_set(cx.paired_copy(b)));
         let inside = p.call.is_some_and(|c| in_set(cx.call_gpu[c.index()]));
         waits || inside

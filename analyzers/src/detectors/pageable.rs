@@ -48,7 +48,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             bytes += g.bytes[i];
         }
     }
-    let pieces = cx.take(claims, |p| p.class == Some(CallClass::Pageable));
+    let pieces = cx.take_kept(claims, |p| p.class == Some(CallClass::Pageable));
     let idle = cx.total(&pieces);
     if copies.is_empty() || busy + idle < NOISE_NS {
         for &i in &pieces {

@@ -181,7 +181,7 @@ fn call_span(cx: &Cx, c: CallRow) -> (ThreadId, (Ns, Ns)) {
 }
 
 fn allocator_calls(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
-    let pieces = cx.take(claims, |p| p.class == Some(CallClass::Alloc));
+    let pieces = cx.take_kept(claims, |p| p.class == Some(CallClass::Alloc));
     let idle = cx.total(&pieces);
     if idle < NOISE_NS {
         for &i in &pieces {
@@ -301,7 +301,8 @@ fn durations_by_name(cx: &Cx, names: &HashMap<StrId, Vec<Ns>>) -> HashMap<StrId,
 fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let rt = &cx.trace.runtime;
     let mut names: HashMap<StrId, Vec<Ns>> = HashMap::new();
-    for (i, p) in cx.all_pieces().enumerate() {
+    // Slow calls hold pieces of their own, kept whole.
+    for (i, p) in cx.pieces.kept() {
         if let Some(c) = p.call.filter(|_| !claims[i] && p.class == Some(CallClass::Slow)) {
             names.entry(rt.name[c.index()]).or_default();
         }
@@ -314,7 +315,7 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         .map(|(k, mut v)| (k, usual(&mut v, RUNTIME_FLOOR_NS)))
         .collect();
     let dur = |c: usize| rt.end[c] - rt.start[c];
-    let taken = cx.take(claims, |p| {
+    let taken = cx.take_kept(claims, |p| {
         p.class == Some(CallClass::Slow)
             && p.call
                 .map(CallRow::index)
@@ -432,10 +433,11 @@ struct Held {
 /// back (the row that starts when each piece ends), in time order.
 pub(super) fn held_rows(cx: &Cx, claims: &[bool]) -> Vec<(GpuRow, Vec<u32>)> {
     let mut out: Vec<(GpuRow, Vec<u32>)> = Vec::new();
-    for (i, p) in cx.all_pieces().enumerate() {
-        if claims[i] || p.cause != Cause::Queued {
+    for (i, &cause) in cx.pieces.causes().iter().enumerate() {
+        if claims[i] || cause != Cause::Queued {
             continue;
         }
+        let p = cx.piece(i);
         let Some(row) = cx.next_row(p.end) else {
             continue;
         };

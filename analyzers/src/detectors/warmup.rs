@@ -41,16 +41,13 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
         let k = lazy.partition_point(|l| l.1 <= s);
         lazy.get(k).is_some_and(|l| l.0 < e)
     };
-    let pieces = cx.take(claims, |p| {
-        let host_side = matches!(
-            p.cause,
-            Cause::CpuOp | Cause::FrameworkOverhead | Cause::LaunchOverhead
-        );
+    let host_side = [Cause::CpuOp, Cause::FrameworkOverhead, Cause::LaunchOverhead];
+    let pieces = cx.take_of(claims, &host_side, |p| {
         let copy = matches!(
             p.class,
             Some(CallClass::Pageable | CallClass::TinyHtoD | CallClass::SyncCopy)
         );
-        host_side && !copy && (cx.seg(p).first_call || in_lazy(p.start, p.end))
+        !copy && (cx.seg(p).first_call || in_lazy(p.start, p.end))
     });
     let idle = cx.total(&pieces);
     if idle < NOISE_NS {

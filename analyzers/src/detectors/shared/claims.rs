@@ -4,6 +4,7 @@
 
 use super::context::Cx;
 use super::pieces::Piece;
+use crate::causes::Cause;
 use crate::intervals::Span;
 use gapscope_collectors::trace::{FxHashMap, Ns};
 use std::collections::HashMap;
@@ -19,6 +20,41 @@ impl Cx<'_> {
         for (i, claimed) in claims.iter_mut().enumerate().take(self.n_pieces()) {
             if !*claimed && pred(&self.piece(i)) {
                 *claimed = true;
+                out.push(i as u32);
+            }
+        }
+        out
+    }
+
+    /// Claims every unclaimed piece for which `pred` holds, where `pred`
+    /// holds only of pieces with a call, a blocking call or a class (it
+    /// reads one of them): only the pieces kept whole are read, not every
+    /// piece. The same as [`take`](Self::take) with such a `pred`; debug
+    /// builds check that.
+    pub fn take_kept(&self, claims: &mut [bool], pred: impl Fn(&Piece) -> bool) -> Vec<u32> {
+        debug_assert!(
+            (0..self.n_pieces())
+                .filter(|&i| self.pieces.is_whole(i))
+                .all(|i| !pred(&self.piece(i))),
+            "take_kept's predicate holds of a piece without a call"
+        );
+        let mut out = Vec::new();
+        for (i, p) in self.pieces.kept() {
+            if !claims[i] && pred(p) {
+                claims[i] = true;
+                out.push(i as u32);
+            }
+        }
+        out
+    }
+
+    /// Claims every unclaimed piece of one of `causes` for which `pred`
+    /// holds, reading only the pieces of those causes.
+    pub fn take_of(&self, claims: &mut [bool], causes: &[Cause], pred: impl Fn(&Piece) -> bool) -> Vec<u32> {
+        let mut out = Vec::new();
+        for (i, c) in self.pieces.causes().iter().enumerate() {
+            if causes.contains(c) && !claims[i] && pred(&self.piece(i)) {
+                claims[i] = true;
                 out.push(i as u32);
             }
         }

@@ -95,12 +95,22 @@ impl PieceIndex for u32 {
 /// 1.67 M of 1.99 M): such a piece is kept as its segment's index alone,
 /// 4 bytes instead of a 32-byte [`Piece`], and made again from the
 /// segment when read. The others are kept whole.
+///
+/// Two small indexes serve the detectors that want few of the pieces, so
+/// that they read those instead of every piece (a read of a whole piece
+/// reads its 32-byte segment; on that trace the 15 or so detectors that
+/// scanned every piece took 0.2 s on one core): each piece's cause, one
+/// byte, and where the pieces kept whole are.
 #[derive(Debug, Default)]
 pub(crate) struct Pieces {
     /// Per piece: its segment's index when it is that whole segment, else
     /// [`CUT`] plus its index in `cut`.
     ix: Vec<u32>,
     cut: Vec<Piece>,
+    /// The piece index of each of `cut`, ascending.
+    cut_at: Vec<u32>,
+    /// Each piece's cause.
+    causes: Vec<Cause>,
 }
 
 /// The mark of an index into [`Pieces::cut`]; segment indices below it.
@@ -111,6 +121,8 @@ impl Pieces {
         Pieces {
             ix: Vec::with_capacity(n),
             cut: Vec::new(),
+            cut_at: Vec::new(),
+            causes: Vec::with_capacity(n),
         }
     }
 
@@ -124,6 +136,7 @@ impl Pieces {
             && p.blocking.is_none()
             && p.call.is_none()
             && p.class.is_none();
+        self.causes.push(p.cause);
         if whole && p.seg < CUT {
             self.ix.push(p.seg);
         } else {
@@ -131,6 +144,7 @@ impl Pieces {
                 .ok()
                 .filter(|&k| k < CUT)
                 .expect("cut idle pieces past 2^31");
+            self.cut_at.push(self.ix.len() as u32);
             self.ix.push(CUT | k);
             self.cut.push(p);
         }
@@ -138,6 +152,24 @@ impl Pieces {
 
     pub fn len(&self) -> usize {
         self.ix.len()
+    }
+
+    /// The cause of every piece, in order.
+    pub fn causes(&self) -> &[Cause] {
+        &self.causes
+    }
+
+    /// The pieces kept whole (those with a call, a blocking call or a
+    /// class, and those cut from their segment), with their indices, in
+    /// order: every piece not made again from its segment alone.
+    pub fn kept(&self) -> impl Iterator<Item = (usize, &Piece)> + '_ {
+        self.cut_at.iter().map(|&i| i as usize).zip(&self.cut)
+    }
+
+    /// Whether piece `i` is made again from its segment alone (no call,
+    /// blocking call or class; the segment's whole span).
+    pub fn is_whole(&self, i: usize) -> bool {
+        self.ix[i] & CUT == 0
     }
 
     /// Piece `i`, whose segments are `segs`.
@@ -211,6 +243,12 @@ mod tests {
         assert_eq!(pieces.len(), 4);
         // Only the first is stored as its segment's index.
         assert_eq!(pieces.cut.len(), 3);
+        assert_eq!(pieces.kept().map(|(i, _)| i).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert!(pieces.is_whole(0) && !pieces.is_whole(1));
+        assert_eq!(
+            pieces.causes(),
+            &[Cause::CpuOp, Cause::Sync, Cause::Sync, Cause::Queued]
+        );
         for (i, p) in pushed.iter().enumerate() {
             let got = pieces.get(&segs, i);
             assert_eq!(

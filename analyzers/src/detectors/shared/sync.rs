@@ -56,6 +56,8 @@ impl Cx<'_> {
 
     /// Claims the pieces `pred` accepts, groups them by call site, and
     /// keeps the groups of at least [`NOISE_NS`] (releasing the others).
+    /// `pred` holds only of pieces with a call, a blocking call or a class
+    /// ([`take_kept`](Self::take_kept)): sites are calls.
     ///
     /// With `drain`, a group's drain after its syncs
     /// ([`drain_after`](Self::drain_after)) counts toward that floor: a
@@ -66,7 +68,7 @@ impl Cx<'_> {
         drain: bool,
         pred: impl Fn(&Piece) -> bool,
     ) -> Vec<SiteGroup> {
-        let taken = self.take(claims, pred);
+        let taken = self.take_kept(claims, pred);
         let mut all = self.groups_all(taken, |p| self.site(p));
         let mut out = Vec::new();
         for (n, (_, pieces)) in all.drain(..).enumerate() {
