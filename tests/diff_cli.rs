@@ -220,6 +220,28 @@ fn hta_trace_diff_pair() {
         "{text}"
     );
     assert!(text.contains("idle: host waits on GPU (sync)"), "{text}");
+    // Context findings save nothing of their own: they say so rather than
+    // "could save 0 ns"; an unestimable one says its bound. The operators'
+    // classes are by count (HTA's), which the column says.
+    assert!(
+        text.contains("D15 exposed_communication nccl:all_to_all (context, not idle time)"),
+        "{text}"
+    );
+    assert!(text.contains("(saving not estimable, at most "), "{text}");
+    assert!(
+        text.contains("D2 cpu_bound_operator aten::mm (could save 1.16 ms)"),
+        "{text}"
+    );
+    assert!(text.contains(" by count "), "{text}");
+    let persisted = &v["findings"]["persisted"];
+    assert!(
+        persisted
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p[1]["primary"] == false && p[1]["id"] == "D15"),
+        "{persisted}"
+    );
     let md = gapscope(args("md")).expect_code(1).stdout;
     assert!(md.contains("### Regressions"), "{md}");
 }

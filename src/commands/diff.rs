@@ -17,7 +17,7 @@ use gapscope_analyzers::analysis::AnalyzeOptions;
 use gapscope_analyzers::causes::Cause;
 use gapscope_analyzers::diff::bench::{self, BenchDiff, BenchRecord, MetricChange, Verdict};
 use gapscope_analyzers::diff::ops::{Change, ChangeCounts, OpCategory, OpChange, OpsDiff};
-use gapscope_analyzers::diff::trace::{self, DeviceSide, TraceDiff};
+use gapscope_analyzers::diff::trace::{self, DeviceSide, FindingSummary, TraceDiff};
 use gapscope_analyzers::diff::{Regression, Thresholds};
 use gapscope_analyzers::format::{bytes, duration, duration_signed, percent, short_kernel_name};
 use gapscope_analyzers::Session;
@@ -589,30 +589,37 @@ fn trace_doc(names: &(String, String), d: &TraceDiff, th: &Thresholds, top: usiz
     }
     for x in &f.appeared {
         findings.paragraphs.push(format!(
-            "- appeared: {} {} {} (could save {})",
+            "- appeared: {} {} {} ({})",
             x.id,
             x.kind,
             x.subject,
-            duration(x.savings_ns)
+            saving(x)
         ));
     }
     for x in &f.disappeared {
         findings.paragraphs.push(format!(
-            "- disappeared: {} {} {} (could save {})",
+            "- disappeared: {} {} {} ({})",
             x.id,
             x.kind,
             x.subject,
-            duration(x.savings_ns)
+            saving(x)
         ));
     }
     for (b, n) in &f.persisted {
+        let savings = if estimated(b) && estimated(n) {
+            format!(
+                "could save {} → {}",
+                duration(b.savings_ns),
+                duration(n.savings_ns)
+            )
+        } else if saving(b) == saving(n) {
+            saving(n)
+        } else {
+            format!("{} → {}", saving(b), saving(n))
+        };
         findings.paragraphs.push(format!(
-            "- still there: {} {} {} (could save {} → {})",
-            n.id,
-            n.kind,
-            n.subject,
-            duration(b.savings_ns),
-            duration(n.savings_ns)
+            "- still there: {} {} {} ({savings})",
+            n.id, n.kind, n.subject
         ));
     }
     sections.push(findings);
@@ -677,6 +684,28 @@ fn classes_line(c: &ChangeCounts) -> String {
         .join(", ")
 }
 
+/// Whether a finding's saving is an estimate.
+fn estimated(f: &FindingSummary) -> bool {
+    f.primary && f.estimable
+}
+
+/// What a finding could save, as far as its trace tells: "could save
+/// 1.20 ms", "saving not estimable (at most 3.00 ms)", or "context, not
+/// idle time" (a context finding saves nothing of its own; "could save
+/// 0 ns" would say the opposite of what it means).
+fn saving(f: &FindingSummary) -> String {
+    if !f.primary {
+        "context, not idle time".to_string()
+    } else if !f.estimable {
+        match f.savings_bound_ns {
+            Some(b) => format!("saving not estimable, at most {}", duration(b)),
+            None => "saving not estimable".to_string(),
+        }
+    } else {
+        format!("could save {}", duration(f.savings_ns))
+    }
+}
+
 fn ops_section(title: &str, d: &OpsDiff, keep: impl Fn(OpCategory) -> bool, top: usize) -> Section {
     let mut counts = ChangeCounts::default();
     for (_, c) in d.by_category.iter().filter(|(c, _)| keep(**c)) {
@@ -695,7 +724,9 @@ fn ops_section(title: &str, d: &OpsDiff, keep: impl Fn(OpCategory) -> bool, top:
             rows.len()
         ));
     }
-    s.header = strings(["name", "change", "count", "total time", "Δ time"]);
+    // Classified by count, as HTA's `ops_diff` does: an operator called as
+    // often takes "unchanged" whatever its time did.
+    s.header = strings(["name", "by count", "count", "total time", "Δ time"]);
     s.left = vec![1];
     s.fold = true;
     for c in rows.into_iter().take(top) {

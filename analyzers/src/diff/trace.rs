@@ -42,6 +42,20 @@ pub struct FindingSummary {
     pub subject: String,
     /// Its estimated saving, ns.
     pub savings_ns: Ns,
+    /// False for a context finding (no idle time of its own): its saving
+    /// is no estimate.
+    #[serde(default = "yes")]
+    pub primary: bool,
+    /// False when the trace cannot estimate its saving.
+    #[serde(default = "yes")]
+    pub estimable: bool,
+    /// When not estimable: the most a fix could save, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savings_bound_ns: Option<Ns>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl FindingSummary {
@@ -59,6 +73,9 @@ impl FindingSummary {
                 .cloned()
                 .unwrap_or_else(|| f.id.clone()),
             savings_ns: f.est_savings_ns,
+            primary: f.primary,
+            estimable: f.estimable,
+            savings_bound_ns: f.savings_bound_ns,
         }
     }
 }
@@ -360,6 +377,9 @@ mod tests {
             kind: String::new(),
             subject: subject.to_string(),
             savings_ns,
+            primary: true,
+            estimable: true,
+            savings_bound_ns: None,
         }
     }
 
