@@ -98,9 +98,10 @@ impl PieceIndex for u32 {
 ///
 /// Two small indexes serve the detectors that want few of the pieces, so
 /// that they read those instead of every piece (a read of a whole piece
-/// reads its 32-byte segment; on that trace the 15 or so detectors that
-/// scanned every piece took 0.2 s on one core): each piece's cause, one
-/// byte, and where the pieces kept whole are.
+/// reads its 32-byte segment; on that trace the scans of the 15 or so
+/// detectors that read every piece were most of a 0.26 s stretch on one
+/// core): each piece's cause, one byte, and where the pieces kept whole
+/// are.
 #[derive(Debug, Default)]
 pub(crate) struct Pieces {
     /// Per piece: its segment's index when it is that whole segment, else
