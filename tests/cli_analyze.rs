@@ -407,6 +407,20 @@ fn finding_times_are_shown_in_their_own_unit() {
     assert!(!r.stdout.contains("~0.0"), "{}", r.stdout);
 }
 
+/// A device with idle time and no finding says so (HTA's ns-resolution
+/// DDP rank: 2.6 % idle, spread over many short gaps), so that a missing
+/// section does not read as detectors that did not run; a device with
+/// findings does not say it.
+#[test]
+fn a_device_without_findings_says_so() {
+    let path = shared_trace("hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");
+    let r = gapscope([OsString::from("analyze"), path.into()]).expect_code(0);
+    assert!(r.stdout.contains("  What to fix: no findings ("), "{}", r.stdout);
+    let demo = gapscope(["analyze", "--demo"]).expect_code(0);
+    assert!(!demo.stdout.contains("no findings"), "{}", demo.stdout);
+    assert!(demo.stdout.contains("  What to fix (ranked"), "{}", demo.stdout);
+}
+
 /// A trace of one step says so ("step #100, the trace's only step", not
 /// "step #100 of 1"); one step of several keeps its count.
 #[test]

@@ -255,6 +255,14 @@ fn place(op: Option<&str>, annotation: Option<&str>, source: Option<&str>) -> St
 /// each with its hint; then the bounds.
 fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::Result<()> {
     let mine: Vec<&Finding> = a.findings.iter().filter(|f| f.device == d.device).collect();
+    if mine.is_empty() && d.breakdown.idle_ns > 0 {
+        // Said, so that no section reads as a detector that did not run.
+        writeln!(
+            out,
+            "  What to fix: no findings (no detector's pattern holds enough of this idle time to report; docs/detectors.md gives each one's floor)"
+        )?;
+        writeln!(out)?;
+    }
     if !mine.is_empty() {
         writeln!(
             out,
