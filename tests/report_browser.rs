@@ -360,9 +360,12 @@ fn findings_table_fits_the_window_and_shows_no_backticks() {
         assert!(!findings.contains('`'), "raw backticks in {name}'s findings");
         let csp = html.find("<meta http-equiv=\"Content-Security-Policy\"").unwrap();
         let csp_end = csp + html[csp..].find('>').unwrap() + 1;
+        // Third: the findings cells whose text runs past their edge (a
+        // "not estimated (at most …)" once ran into the next column).
         let probe = "<script>document.body.setAttribute('data-width', \
                      document.documentElement.scrollWidth + ' ' + \
-                     Math.round(document.querySelector('table.findings').getBoundingClientRect().right));</script>";
+                     Math.round(document.querySelector('table.findings').getBoundingClientRect().right) + ' ' + \
+                     [...document.querySelectorAll('table.findings td')].filter(c => c.scrollWidth > c.clientWidth + 1).length);</script>";
         let measured = format!(
             "{}{}",
             &html[..csp],
@@ -380,10 +383,14 @@ fn findings_table_fits_the_window_and_shows_no_backticks() {
             .nth(1)
             .and_then(|s| s.split('"').next())
             .unwrap_or_else(|| panic!("the probe did not run on {name}: {}", dom.stderr));
-        let (page_w, table_right): (u32, u32) = match width.split_once(' ') {
-            Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
-            None => panic!("{width}"),
+        let numbers: Vec<u32> = width.split(' ').map(|n| n.parse().unwrap()).collect();
+        let [page_w, table_right, overflowing] = numbers[..] else {
+            panic!("{width}")
         };
+        assert_eq!(
+            overflowing, 0,
+            "{name}: findings cells whose text runs past their edge"
+        );
         assert!(
             page_w <= 1400,
             "{name}: the page is {page_w} px wide in a 1400 px window"

@@ -24,11 +24,14 @@ pub fn finding_rows(a: &Analysis, findings: &[Finding]) -> Vec<FindingRow> {
             let window = window_of(a, f.device);
             let (savings, savings_pct) = if f.est_savings_ns > 0 {
                 (duration(f.est_savings_ns), percent(f.est_savings_ns, window))
-            } else if let Some(b) = f.savings_bound_ns.filter(|_| !f.estimable) {
-                (format!("not estimated (at most {})", duration(b)), String::new())
             } else {
                 ("not estimated".to_string(), String::new())
             };
+            let savings_bound = f
+                .savings_bound_ns
+                .filter(|_| !f.estimable)
+                .map(|b| format!("at most {}", duration(b)))
+                .unwrap_or_default();
             let times = if f.occurrences == 1 { "time" } else { "times" };
             let mut evidence = format!(
                 "GPU {}: {} {times}, idle {}, explains {}",
@@ -50,6 +53,7 @@ pub fn finding_rows(a: &Analysis, findings: &[Finding]) -> Vec<FindingRow> {
                 title: f.title.clone(),
                 savings,
                 savings_pct,
+                savings_bound,
                 operator: f.operator.clone().unwrap_or_default(),
                 source: f.source.clone().unwrap_or_default(),
                 evidence,
@@ -110,6 +114,9 @@ pub struct FindingRow {
     pub savings: String,
     /// As a share of the window, `10.2%`.
     pub savings_pct: String,
+    /// When the saving is not estimated: the most a fix could save, `at
+    /// most 110.0 µs`; else empty.
+    pub savings_bound: String,
     /// The operator responsible.
     pub operator: String,
     /// Its source line.
