@@ -942,6 +942,39 @@ fn d2_range_names_the_heaviest_operator_over_its_sites() {
     );
 }
 
+/// A range whose idle time is mostly the Python between its operators
+/// gets the advice for Python, not for its operators.
+///
+/// ```text
+/// µs          0    10   20            50   60   70 72 75       100
+/// stream 7    [k1..]                                  [k2.........]
+/// thread 1    [ProfilerStep#1....................................]
+///             [L1]  [features.....................]
+///                   [sort]  (python)  [cumsum](py)  [L2]
+/// idle             [cpu_bound_range `features`: 40 of 60 µs Python]
+/// ```
+#[test]
+fn d2_range_mostly_python_gets_python_advice() {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.kernel(7, 0, 10, 1);
+    t.op(10, 70, "features");
+    t.op(10, 20, "aten::sort");
+    t.op(50, 60, "aten::cumsum");
+    t.call(72, 74, "cudaLaunchKernel", 2).kernel(7, 75, 100, 2);
+    let f = t.findings();
+    let x = find(&f, "cpu_bound_range").expect("D2 by range");
+    assert_eq!(x.idle_ns, 60 * US);
+    assert!(
+        x.hint
+            .contains("Most of it (67 %) is the Python between the operators"),
+        "{}",
+        x.hint
+    );
+    assert!(x.hint.contains("Remove per-step Python work"), "{}", x.hint);
+    assert!(!x.hint.contains("compute on the CPU"), "{}", x.hint);
+}
+
 #[test]
 fn d2_near_miss_one_operator_per_stretch_stays_per_operator() {
     // A launch between the two operators splits the range's CPU time into

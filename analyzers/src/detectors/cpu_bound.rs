@@ -29,8 +29,10 @@
 //!   operator name with the most idle time in it (summed over that
 //!   operator's calls and sites), at its heaviest site; its `annotation`
 //!   the range.
-//!   With one operator the operator is the thing to fix, and the pieces
-//!   stay in the operator grouping below;
+//!   When the Python between the operators holds more than half of the
+//!   group's idle time, the advice is the one for Python. With one
+//!   operator the operator is the thing to fix, and the pieces stay in
+//!   the operator grouping below;
 //! - **by operator** (`cpu_bound_operator`): the other `cpu_op` pieces, by
 //!   operator name;
 //! - **framework overhead** (`framework_overhead`): the other pieces, one
@@ -174,6 +176,19 @@ pub(super) fn detect<T: Send>(
                 None => "most of the time in its operators".to_string(),
             };
             let per = cx.per_step();
+            // Mostly the Python between the operators: that is what to
+            // change, not the operators.
+            let in_ops = cx.total(&ops);
+            let what = if 2 * in_ops < idle {
+                format!(
+                    "Most of it ({}) is the Python between the operators, not the operators \
+                     themselves. {}",
+                    percent_whole(idle - in_ops, idle),
+                    python_advice(cx, &pieces)
+                )
+            } else {
+                advice(cx, &pieces)
+            };
             let mut d = Draft::new(
                 "D2",
                 "cpu_bound_range",
@@ -184,8 +199,7 @@ pub(super) fn detect<T: Send>(
                 format!(
                     "The `{range}` range keeps the CPU busy in {n_ops} operators ({dominant}) and the \
                      Python between them for {per_step} {per} while nothing is queued on the \
-                     GPU. {}",
-                    advice(cx, &pieces)
+                     GPU. {what}"
                 ),
             );
             d.occurrences = instances;
@@ -227,17 +241,7 @@ pub(super) fn detect<T: Send>(
                 format!(
                     "Between operators{inside}{at} the CPU runs Python and framework code for \
                      {per_step} {per} while the GPU has nothing queued. {}",
-                    match host_work(cx, &pieces) {
-                        HostWork::Compiled(_) | HostWork::CompiledCall(_) => advice(cx, &pieces),
-                        _ => format!(
-                            "Remove per-step Python work from the loop (logging, list building, \
-                             shape checks), use `torch.compile(model)` to cut interpreter and \
-                             dispatch overhead, raise the batch size so each launch does more \
-                             work, or capture the step with {} graphs \
-                             (`torch.compile(mode=\"reduce-overhead\")`).",
-                            cx.platform.name()
-                        ),
-                    }
+                    python_advice(cx, &pieces)
                 ),
             );
             d.occurrences = pieces.len() as u64;
@@ -545,6 +549,21 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
         HostWork::CpuCompute
     } else {
         HostWork::Framework
+    }
+}
+
+/// What to change, for Python and framework code between operators (the
+/// compiled-code advice when it is code `torch.compile` generated).
+fn python_advice(cx: &Cx, pieces: &[u32]) -> String {
+    match host_work(cx, pieces) {
+        HostWork::Compiled(_) | HostWork::CompiledCall(_) => advice(cx, pieces),
+        _ => format!(
+            "Remove per-step Python work from the loop (logging, list building, shape checks), \
+             use `torch.compile(model)` to cut interpreter and dispatch overhead, raise the \
+             batch size so each launch does more work, or capture the step with {} graphs \
+             (`torch.compile(mode=\"reduce-overhead\")`).",
+            cx.platform.name()
+        ),
     }
 }
 
