@@ -201,6 +201,34 @@ fn d4_near_miss_few_parameters() {
     assert!(find(&zero_grad(10), "per_parameter_loop").is_none());
 }
 
+/// D4 near miss: an optimizer step loops over 20 parameters, but its
+/// launches run ahead of a long kernel, so its tiny kernels run back to
+/// back and the GPU never waits for the loop: no finding (one said "the
+/// GPU idles 0 ns per step" on the ResNet-50 sample).
+///
+/// ```text
+/// µs        0  10        130                 1000   1020
+/// stream 7  [k0...........................................][a][a]..[a]
+/// thread 1     [Optimizer.step#SGD.step]
+///                [add_ [L]] × 20
+/// ```
+#[test]
+fn d4_near_miss_a_loop_the_gpu_never_waits_for() {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 1100, "ProfilerStep#1")
+        .call(0, 1, "cudaLaunchKernel", 1000);
+    t.kernel(7, 1, 1000, 1000);
+    t.op(10, 130, "Optimizer.step#SGD.step");
+    for i in 0..20 {
+        let a = 10 + 6 * i;
+        t.op(a, a + 4, "aten::add_")
+            .call(a + 1, a + 3, "cudaLaunchKernel", 1 + i as u64);
+        t.kernel(7, 1000 + i, 1001 + i, 1 + i as u64);
+    }
+    let f = t.findings();
+    assert!(find(&f, "per_parameter_loop").is_none(), "{f:#?}");
+}
+
 /// D5: `.item()` copies 8 bytes to the host and synchronizes; the GPU
 /// drains at 51 and waits until the host launches k2.
 ///

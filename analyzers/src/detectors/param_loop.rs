@@ -19,9 +19,11 @@
 //! runs. Claims: idle pieces of cause cpu_op / framework_overhead /
 //! launch_overhead inside those ranges. Explained: their idle time, plus,
 //! for `zero_grad`, the busy time of its kernels (`set_to_none=True` runs
-//! none). Savings: replay without that CPU time (and those kernels).
+//! none); reported when that is at least [`NOISE_NS`] (a loop the GPU
+//! never waits for costs nothing). Savings: replay without that CPU time
+//! (and those kernels).
 
-use super::{Cx, Draft, MAX_GROUPS};
+use super::{Cx, Draft, MAX_GROUPS, NOISE_NS};
 use crate::causes::Cause;
 use crate::format::duration;
 use gapscope_collectors::trace::{GpuRow, Ns, OpRow};
@@ -166,6 +168,15 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         let f0 = &fs[0];
         let kernels: Vec<GpuRow> = fs.iter().flat_map(|f| f.kernels.iter().copied()).collect();
         let busy: Ns = kernels.iter().map(|&g| t.gpu.dur(g.index())).sum();
+        // A loop the GPU never waits for (its launches run ahead of the
+        // queue) and whose kernels the fix would not remove costs nothing.
+        let removed = if f0.kind == Loop::ZeroGrad { busy } else { 0 };
+        if idle + removed < NOISE_NS {
+            for &i in &pieces {
+                claims[i as usize] = false;
+            }
+            continue;
+        }
         let range_name = t.strings.get(ops.name[f0.range.index()]).to_string();
         let n = cx.n_steps();
         let repeats = fs.iter().map(|f| f.repeats).max().unwrap_or(0);
