@@ -405,6 +405,18 @@ fn finding_times_are_shown_in_their_own_unit() {
     );
     assert!(!r.stdout.contains("0.00 ms explained"), "{}", r.stdout);
     assert!(!r.stdout.contains("~0.0"), "{}", r.stdout);
+    // A replay that finds the step no shorter is said as such (HTA's
+    // NCCL trace: D6's event syncs), not "saves ~0 ns".
+    let nccl = shared_trace("hta/nccl_parser_config/nccl_data.json.gz");
+    let r = gapscope([OsString::from("analyze"), nccl.into()]).expect_code(0);
+    assert!(
+        r.stdout.contains(
+            "saves nothing on its own (replayed without it, the step is no shorter); 78.7 µs explained"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("saves ~0 ns"), "{}", r.stdout);
 }
 
 /// A device with idle time and no finding says so (HTA's ns-resolution

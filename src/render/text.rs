@@ -281,6 +281,9 @@ fn findings_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::
             // not "0.00 ms".
             let explained = duration(f.explained_ns);
             let saves = match (f.primary, f.estimable) {
+                (true, true) if f.est_savings_ns == 0 => format!(
+                    "saves nothing on its own (replayed without it, the step is no shorter); {explained} explained"
+                ),
                 (true, true) => format!("saves ~{} of {explained} explained", duration(f.est_savings_ns)),
                 (true, false) => format!("saving not estimable from the trace{bound}; {explained} explained"),
                 (false, _) if f.explained_ns == 0 => format!("context, not idle time{bound}"),

@@ -22,7 +22,11 @@ pub fn finding_rows(a: &Analysis, findings: &[Finding]) -> Vec<FindingRow> {
         .enumerate()
         .map(|(i, f)| {
             let window = window_of(a, f.device);
-            let (savings, savings_pct) = if f.est_savings_ns > 0 {
+            // A replay's 0 is an estimate (the step is no shorter without
+            // the finding's time), not a missing one.
+            let (savings, savings_pct) = if !f.primary {
+                ("context".to_string(), String::new())
+            } else if f.estimable {
                 (duration(f.est_savings_ns), percent(f.est_savings_ns, window))
             } else {
                 ("not estimated".to_string(), String::new())
