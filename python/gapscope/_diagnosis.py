@@ -36,8 +36,12 @@ def lines(summary: Dict[str, Any], top: int = 3) -> List[str]:
         at = f.get("source") or f.get("operator") or f.get("annotation")
         saves = f["est_savings_ns"]
         text = f"  {i}. {f['title']}"
-        if saves > 0:
+        if not f.get("primary", True):
+            text += " (context, not idle time)"
+        elif saves > 0:
             text += f" (saves ~{ms(saves)}, {_share(saves, w['duration_ns'])})"
+        elif f.get("estimable", True):
+            text += " (saves nothing on its own)"
         elif f.get("savings_bound_ns"):
             text += f" (saving not estimable; at most {ms(f['savings_bound_ns'])})"
         if at:

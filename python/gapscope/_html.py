@@ -58,12 +58,17 @@ def summary_html(s: Dict[str, Any], max_findings: int = 10) -> str:
             at = f.get("source") or f.get("operator") or f.get("annotation") or ""
             saves = f["est_savings_ns"]
             bound = f.get("savings_bound_ns")
-            if saves > 0:
+            limit = f"; at most {ms(bound)}" if bound else ""
+            if not f.get("primary", True):
+                # A context finding saves nothing of its own.
+                saving = f"<span style='color:#666'>context, not idle time{limit}</span>"
+            elif f["estimable"] and saves > 0:
                 saving = f"{ms(saves)}<br><span style='color:#666'>{_pct(saves, w['duration_ns'])} of the window</span>"
-            elif bound:
-                saving = f"<span style='color:#666'>not estimable; at most {ms(bound)}</span>"
+            elif f["estimable"]:
+                # The replay's estimate: the step is no shorter without it.
+                saving = "<span style='color:#666'>nothing on its own</span>"
             else:
-                saving = "<span style='color:#666'>not estimable</span>"
+                saving = f"<span style='color:#666'>not estimable{limit}</span>"
 
             rows.append(
                 f"<tr><td style='{cell}'>{i}</td>"
