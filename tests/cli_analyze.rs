@@ -433,6 +433,22 @@ fn a_device_without_findings_says_so() {
     assert!(demo.stdout.contains("  What to fix (ranked"), "{}", demo.stdout);
 }
 
+/// A GPU the trace does not name (vLLM's HIP-graph trace on ROCm leaves
+/// the device name empty) is not called "GPU 2: GPU 2".
+#[test]
+fn an_unnamed_gpu_is_said_to_be_unnamed() {
+    let path = shared_trace("tracelens/inference/vllm_decode_full/graph_execution.json.gz");
+    let r = gapscope([OsString::from("analyze"), path.into()]).expect_code(0);
+    assert!(
+        r.stdout.contains("\nGPU 2 (the trace does not name it)\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("GPU 2: GPU 2"), "{}", r.stdout);
+    let demo = gapscope(["analyze", "--demo"]).expect_code(0);
+    assert!(!demo.stdout.contains("does not name it"), "{}", demo.stdout);
+}
+
 /// A trace of one step says so ("step #100, the trace's only step", not
 /// "step #100 of 1"); one step of several keeps its count.
 #[test]

@@ -106,7 +106,13 @@ fn window_line(out: &mut dyn Write, a: &Analysis) -> io::Result<()> {
 }
 
 fn device_section(out: &mut dyn Write, a: &Analysis, d: &DeviceReport) -> io::Result<()> {
-    writeln!(out, "GPU {}: {}", d.device, d.name)?;
+    // The analysis names a device the trace does not name `GPU N`
+    // (ROCm traces often leave it empty): "GPU 2: GPU 2" says nothing.
+    if d.name == format!("GPU {}", d.device) {
+        writeln!(out, "GPU {} (the trace does not name it)", d.device)?;
+    } else {
+        writeln!(out, "GPU {}: {}", d.device, d.name)?;
+    }
     breakdown_table(out, &d.breakdown)?;
     writeln!(out)?;
     why_idle(out, d)?;
