@@ -171,8 +171,9 @@ fn xdit_compiled_region_gets_compiled_code_advice() {
 }
 
 /// `aten::mm` inside the compiled graph is an operator Inductor's wrapper
-/// calls (26 µs a call on the host before its kernel launches), not the
-/// wrapper's own code: its advice says so instead of blaming the wrapper.
+/// calls (its 2183 calls take 27.9 µs on the host, median; the one
+/// looked at launched its kernel 20.8 µs in), not the wrapper's own
+/// code: its advice says so instead of blaming the wrapper.
 #[test]
 fn xdit_operator_called_by_compiled_code_is_not_the_wrapper() {
     let a = analysis(XDIT);

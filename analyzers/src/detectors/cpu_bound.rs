@@ -450,9 +450,10 @@ fn is_compiled_source(src: &str) -> bool {
 fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
     let t = cx.trace;
     let ops = &t.cpu_ops;
-    // The outermost compiled region around a row, if any.
+    // Whether a row is a compiled region (`Torch-Compiled Region`, ...),
+    // and the outermost one around a row, if any (one name cache for both).
     let mut compiled_name = NameTest::new(t.strings.len(), is_compiled_name);
-    let mut region_of = |row: Option<OpRow>| {
+    let region_of = |compiled_name: &mut NameTest<_>, row: Option<OpRow>| {
         let mut at = row;
         let mut region = None;
         while let Some(r) = at {
@@ -478,12 +479,11 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
     // operator name.
     let mut wrapper = 0i64;
     let mut called: FxHashMap<StrId, (i64, OpRow)> = FxHashMap::default();
-    let mut region_name = NameTest::new(t.strings.len(), is_compiled_name);
     // Pieces of one segment say the same: each run is weighed once.
     for (p, d) in cx.runs(pieces, |p| p.seg) {
         total += d;
         let seg = cx.seg(&p);
-        let region = region_of(seg.op.or(seg.annotation));
+        let region = region_of(&mut compiled_name, seg.op.or(seg.annotation));
         let src = seg.source;
         let src_compiled = src != Strings::EMPTY && compiled_source.test(t.strings.get(src), src);
         if region.is_some() || src_compiled {
@@ -495,7 +495,7 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
         if let Some(op) = seg.op.filter(|_| p.cause == Cause::CpuOp) {
             if region.is_some() {
                 let name = ops.name[op.index()];
-                if region_name.test(t.strings.get(name), name) {
+                if compiled_name.test(t.strings.get(name), name) {
                     wrapper += d;
                 } else {
                     called.entry(name).or_insert((0, op)).0 += d;
@@ -521,7 +521,7 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
     // The operator with the most time decides; without operators, the
     // share of time in compiled code.
     let compiled_wins = match top {
-        Some(r) => region_of(Some(r)).is_some(),
+        Some(r) => region_of(&mut compiled_name, Some(r)).is_some(),
         None => total > 0 && 2 * compiled >= total,
     };
     if compiled_wins {
