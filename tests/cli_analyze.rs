@@ -419,14 +419,59 @@ fn finding_times_are_shown_in_their_own_unit() {
     assert!(!r.stdout.contains("saves ~0 ns"), "{}", r.stdout);
 }
 
-/// A device with idle time and no finding says so (HTA's ns-resolution
-/// DDP rank: 2.6 % idle, spread over many short gaps), so that a missing
-/// section does not read as detectors that did not run; a device with
-/// findings does not say it.
+/// A device with idle time and no finding says so (one step of 1 ms whose
+/// gaps, 5 µs while its kernels are launched, are under every detector's
+/// floor), so that a missing section does not read as detectors that did
+/// not run; a device with findings does not say it.
 #[test]
 fn a_device_without_findings_says_so() {
-    let path = shared_trace("hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");
+    let dir = TempDir::new("no-findings");
+    // The host on pid 1, the GPU's stream 7 on pid 0.
+    let x = |cat: &str, name: &str, (pid, tid): (u32, u32), ts: u64, dur: u64, args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {pid}, "tid": {tid}, "ts": {ts}, "dur": {dur}, "args": {{{args}}}}}"#
+        )
+    };
+    let (host, gpu) = ((1, 1), (0, 7));
+    let events = [
+        x("user_annotation", "ProfilerStep#1", host, 1009, 1000, ""),
+        x(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            host,
+            1001,
+            5,
+            r#""correlation": 1"#,
+        ),
+        x(
+            "kernel",
+            "k1",
+            gpu,
+            1010,
+            500,
+            r#""device": 0, "stream": 7, "correlation": 1"#,
+        ),
+        x(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            host,
+            1508,
+            4,
+            r#""correlation": 2"#,
+        ),
+        x(
+            "kernel",
+            "k2",
+            gpu,
+            1514,
+            486,
+            r#""device": 0, "stream": 7, "correlation": 2"#,
+        ),
+    ];
+    let json = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+    let path = dir.file("quiet.json", json.as_bytes());
     let r = gapscope([OsString::from("analyze"), path.into()]).expect_code(0);
+    assert!(r.stdout.contains("idle "), "{}", r.stdout);
     assert!(r.stdout.contains("  What to fix: no findings ("), "{}", r.stdout);
     let demo = gapscope(["analyze", "--demo"]).expect_code(0);
     assert!(!demo.stdout.contains("no findings"), "{}", demo.stdout);

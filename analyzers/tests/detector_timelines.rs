@@ -1019,3 +1019,165 @@ fn d2_near_miss_one_operator_per_stretch_stays_per_operator() {
         .iter()
         .any(|x| x.id == "cpu_bound_operator" && x.operator.as_deref() == Some("aten::cumsum")));
 }
+
+/// D17: `n` kernels of 20 µs, 2 µs apart, every one launched by
+/// `aten::mm` before the step in which it runs: the GPU is busy 91 % of
+/// the step and idles only to start each next kernel, already queued.
+///
+/// ```text
+/// µs        2  5  8 ...  F  F+20 F+22 F+42 F+44     (F = 100 + 3 n)
+/// thread    [L0][L1][L2] ...
+/// step                   [ProfilerStep#1..................]
+/// stream 7               [k0...]  [k1...]  [k2...] ...
+/// idle                          ^2       ^2            (queued: launch_overhead)
+/// ```
+fn queued_kernels(n: i64, kernel_us: Ns) -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    let first = 100 + 3 * n;
+    let end = first + n * (kernel_us + 2) + 10;
+    t.op(first, end, "ProfilerStep#1");
+    for i in 0..n {
+        let a = first + i * (kernel_us + 2);
+        t.op(2 + 3 * i, 4 + 3 * i, "aten::mm");
+        t.call(2 + 3 * i, 4 + 3 * i, "cudaLaunchKernel", 1 + i as u64);
+        t.kernel(7, a, a + kernel_us, 1 + i as u64);
+    }
+    t.findings()
+}
+
+#[test]
+fn d17_gaps_between_queued_kernels() {
+    let f = queued_kernels(50, 20);
+    let x = find(&f, "kernel_launch_gaps").expect("D17");
+    assert_eq!((x.detector.as_str(), x.occurrences), ("D17", 49));
+    assert_eq!(x.idle_ns, 49 * 2 * US);
+    // How much fusion or a graph removes is not in the trace: the bound is
+    // the idle time.
+    assert!(!x.estimable);
+    assert_eq!(x.savings_bound_ns, Some(x.idle_ns));
+    assert_eq!(x.operator.as_deref(), Some("aten::mm"));
+    assert!(
+        x.hint.contains(
+            "Nearly all of it is between kernels already queued on the GPU (49 gaps, 2.0 µs each on average"
+        ),
+        "{}",
+        x.hint
+    );
+    assert!(x
+        .hint
+        .contains("Most of it (100 %) is before kernels that `aten::mm` launched."));
+    assert!(x.title.contains("49 times (98.0 µs idle"), "{}", x.title);
+    // The kernels are not small: this is not D3's launch-bound run.
+    assert!(find(&f, "small_kernel_launches").is_none());
+}
+
+#[test]
+fn d17_near_miss_gaps_under_one_percent_of_the_step() {
+    // 9 gaps of 2 µs between 500 µs kernels: 0.4 % of the step.
+    assert!(find(&queued_kernels(10, 500), "kernel_launch_gaps").is_none());
+}
+
+/// D17: each launch call runs 4 µs after the previous kernel ends, and its
+/// kernel starts 1 µs after the call returns; three operators take turns.
+///
+/// ```text
+/// µs        0     20    24 25    45    49 50
+/// stream 7  [k0...]        [k1...]        [k2...]
+/// thread    [L0]   [L1..]        [L2..]
+/// idle             [launch][q]   [launch][q]
+/// ```
+#[test]
+fn d17_gaps_while_the_launch_call_runs_spread_over_operators() {
+    let mut t = Sketch::in_units(US);
+    let n = 30;
+    let end = n * 25 + 10;
+    t.op(0, end, "ProfilerStep#1");
+    let names = ["aten::mm", "aten::add", "aten::mul"];
+    for i in 0..n {
+        let a = i * 25;
+        let (ls, le) = if i == 0 { (0, 0) } else { (a - 5, a - 1) };
+        t.op(ls, le, names[i as usize % 3]);
+        t.call(ls, le, "cudaLaunchKernel", 1 + i as u64);
+        t.kernel(7, a, a + 20, 1 + i as u64);
+    }
+    let f = t.findings();
+    let x = find(&f, "kernel_launch_gaps").expect("D17");
+    assert_eq!((x.occurrences, x.idle_ns), (29, 29 * 5 * US));
+    assert!(
+        x.hint
+            .contains("20 % of it is between kernels already queued on the GPU (29 gaps, 1.0 µs each"),
+        "{}",
+        x.hint
+    );
+    assert!(x
+        .hint
+        .contains("80 % while the next kernel's launch call was still running on the CPU"));
+    // No operator holds half of it: none is blamed for all of it.
+    assert_eq!(x.operator, None);
+    assert!(x
+        .hint
+        .contains("It is spread over the operators that launch kernels; the most"));
+}
+
+/// D2's other operators: each of `names` keeps the CPU busy 4 µs before it
+/// launches a kernel of `kernel_us`, under the 1 % floor one by one.
+///
+/// ```text
+/// µs        0     K+7 K+11 K+13 K+14      (K = kernel_us)
+/// stream 7  [k0.....]               [k1.....]
+/// thread    [L0]     [aten::a.......]
+///                         [L1]
+/// idle               [cpu_op][launch]
+/// ```
+fn thin_host_time(names: &[&str], kernel_us: Ns) -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    let n = names.len() as i64;
+    let every = kernel_us + 7;
+    let end = 7 + (n + 1) * every;
+    t.op(0, end, "ProfilerStep#1");
+    t.call(0, 2, "cudaLaunchKernel", 1).kernel(7, 7, every, 1);
+    for (i, name) in names.iter().enumerate() {
+        let at = every * (i as i64 + 1);
+        t.op(at, at + 6, name);
+        t.call(at + 4, at + 6, "cudaLaunchKernel", 2 + i as u64);
+        t.kernel(7, at + 7, at + every, 2 + i as u64);
+    }
+    t.findings()
+}
+
+#[test]
+fn d2_other_operators_together() {
+    // A step of 1.1 ms: the floor is 11 µs, each operator's time 4 µs.
+    let names = ["aten::a", "aten::b", "aten::c", "aten::d", "aten::e", "aten::f"];
+    let f = thin_host_time(&names, 150);
+    assert!(find(&f, "cpu_bound_operator").is_none(), "{f:?}");
+    let x = find(&f, "cpu_bound_other_operators").expect("D2's other operators");
+    assert_eq!(
+        (x.detector.as_str(), x.idle_ns, x.occurrences),
+        ("D2", 24 * US, 6)
+    );
+    assert!(
+        x.title
+            .starts_with("The GPU waits while 6 operators work on the CPU (24.0 µs idle"),
+        "{}",
+        x.title
+    );
+    // Spread evenly: none is blamed for all of it.
+    assert_eq!(x.operator, None);
+    assert!(
+        x.hint
+            .contains("(the most: `aten::a`, 17 %; `aten::b`, 17 %; `aten::c`, 17 %)"),
+        "{}",
+        x.hint
+    );
+    // They launch the kernels the GPU waits for.
+    assert!(x.hint.contains("These operators launch GPU work"), "{}", x.hint);
+    assert!(x.est_savings_ns > 0);
+}
+
+#[test]
+fn d2_near_miss_other_operators_under_the_floor_together() {
+    // A step of 3 ms: 8 µs of the two operators is under its 30 µs floor.
+    let f = thin_host_time(&["aten::a", "aten::b"], 1000);
+    assert!(find(&f, "cpu_bound_other_operators").is_none(), "{f:?}");
+}

@@ -109,7 +109,31 @@ fn assert_top(a: &Analysis, name: &str, detector: &str, id: &str) -> Finding {
 #[test]
 fn per_parameter_loops_are_the_top_finding_and_their_saving_matches() {
     let a = recorded("zero_grad_loop");
-    let top = assert_top(&a, "zero_grad_loop", "D4", "per_parameter_loop");
+    // The model (100 small Linear layers, profiled with stacks and shapes)
+    // is host-bound with or without the loops: the host time spread over
+    // its other operators is one finding that names no operator, in the
+    // fixed recording too, and its replay saves more than the loops'. The
+    // planted loops are the top finding that names its culprit.
+    let spread = &a.findings[0];
+    assert_eq!(spread.id, "cpu_bound_other_operators", "{}", listing(&a));
+    assert_eq!(spread.operator, None);
+    let fixed = recorded("zero_grad_loop.fixed");
+    assert_eq!(
+        of(&fixed, "cpu_bound_other_operators").len(),
+        1,
+        "{}",
+        listing(&fixed)
+    );
+    let named = Analysis {
+        findings: a
+            .findings
+            .iter()
+            .filter(|f| f.operator.is_some())
+            .cloned()
+            .collect(),
+        ..a.clone()
+    };
+    let top = assert_top(&named, "zero_grad_loop", "D4", "per_parameter_loop");
     // The hand-written momentum SGD (`opt_step`, def at line 49) launches
     // `add_` per parameter inside the user's `optimizer` range.
     assert_eq!(top.operator.as_deref(), Some("aten::add_"), "{top:?}");
@@ -135,7 +159,6 @@ fn per_parameter_loops_are_the_top_finding_and_their_saving_matches() {
     assert!(zero.hint.contains("set_to_none=True"), "{}", zero.hint);
 
     // The fix (foreach SGD, set_to_none) removes both loops.
-    let fixed = recorded("zero_grad_loop.fixed");
     assert!(of(&fixed, "per_parameter_loop").is_empty(), "{}", listing(&fixed));
 
     // One fix for both loops: their savings together (README: 0.87).

@@ -288,6 +288,44 @@ fn h100_gaps_between_queued_kernels_are_not_sync() {
     assert!(ns(&by["sync"]) < 100_000, "{by}");
 }
 
+/// The step keeps the H100 91 % busy, and two thirds of its 3.88 ms of idle
+/// time is the GPU starting its next kernel: 1,620 gaps, nearly all
+/// between kernels already queued (their launch calls had returned long
+/// before: the launch delay's median is 1.2 ms), about 1.5 µs each. That
+/// is the largest thing to look at, and no single operator causes it.
+/// The MI300X's run of the same model pays less per gap.
+#[test]
+fn qwen_gaps_between_queued_kernels_are_kernel_launch_gaps() {
+    let h = analysis(H100_QWEN);
+    let top = &h["findings"][0];
+    assert_eq!(
+        (top["detector"].as_str(), top["id"].as_str()),
+        (Some("D17"), Some("kernel_launch_gaps")),
+        "{top}"
+    );
+    assert_eq!(
+        ns(&top["idle_ns"]),
+        ns(&h["devices"][0]["idle_by_cause_ns"]["launch_overhead"])
+    );
+    assert_eq!(ns(&top["occurrences"]), 1620);
+    assert_eq!(top["estimable"], false);
+    assert_eq!(top["operator"], Value::Null);
+    let hint = top["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("93 % of it is between kernels already queued on the GPU (1619 gaps, 1.5 µs each"),
+        "{hint}"
+    );
+    let m = analysis(MI300_QWEN);
+    let gaps = findings(&m, "kernel_launch_gaps");
+    assert_eq!(gaps.len(), 1);
+    let hint = gaps[0]["hint"].as_str().unwrap();
+    assert!(
+        hint.contains("81 % of it is between kernels already queued on the GPU (1367 gaps, 848 ns each"),
+        "{hint}"
+    );
+    assert!(hint.contains("HIP graphs"), "{hint}");
+}
+
 /// Item 7. `pt_to_numpy` reads the image at the end: no GPU work follows,
 /// so removing the wait cannot save more than its own 19 µs of idle.
 #[test]

@@ -36,7 +36,14 @@
 //! - **by operator** (`cpu_bound_operator`): the other `cpu_op` pieces, by
 //!   operator name;
 //! - **framework overhead** (`framework_overhead`): the other pieces, one
-//!   group.
+//!   group;
+//! - **the other operators** (`cpu_bound_other_operators`): the operator
+//!   groups not reported on their own (under the floor, or past
+//!   [`MAX_GROUPS`](super::MAX_GROUPS)), together, when there are at least
+//!   two and they reach the floor together. A step's host time is often
+//!   spread thin over dozens of operators, none a finding of its own; left
+//!   out, that time had no finding at all. No operator is named: the hint
+//!   lists the three with the most time and their shares.
 //!
 //! ```text
 //! stream 7   [k1.]                                         [k2....]
@@ -63,6 +70,10 @@ use gapscope_collectors::trace::{CpuOpKind, FxHashMap, FxHashSet, Ns, OpRow, Str
 /// Share of the window a group must explain to be reported (ours).
 pub const MIN_SHARE: f64 = 0.01;
 
+/// The key of the group of the operators left out of their own groups
+/// (followed by their number).
+const REST: &str = "t:";
+
 /// How a piece is grouped: by user range (the range's row), by operator, or
 /// as framework overhead.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -88,7 +99,8 @@ pub(super) fn detect<T: Send>(
         None if cx.piece(taken[k]).cause == Cause::CpuOp => By::Operator,
         None => By::Framework,
     };
-    // Keys: `r:` + range name, `o:` + operator name, empty for overhead;
+    // Keys: `r:` + range name, `o:` + operator name, empty for overhead
+    // ([`REST`] + their number for the other operators, below);
     // grouped by interned name first, so the text is made once per group.
     let ops = &cx.trace.cpu_ops;
     let name_of = |row: Option<OpRow>| row.map_or(Strings::EMPTY, |r| ops.name[r.index()]);
@@ -106,18 +118,37 @@ pub(super) fn detect<T: Send>(
         _ => String::new(),
     });
     let floor = ((MIN_SHARE * cx.window_ns() as f64) as i64).max(NOISE_NS);
-    // The largest groups above the floor become findings; the others'
-    // pieces are left unclaimed.
+    // The largest groups above the floor become findings. The operators
+    // left out (under the floor, or past the most groups shown) are one
+    // more group when together they reach the floor: a step's host time is
+    // often spread thin over dozens of operators, none a finding of its
+    // own, and a fix to the host side as a whole (graphs, compiling)
+    // removes them together. The other groups' pieces are left unclaimed.
     let mut kept = Vec::new();
+    let (mut rest, mut rest_ops) = (Vec::new(), 0usize);
     for (key, pieces) in groups {
         let idle = cx.total(&pieces);
         if idle < floor || kept.len() >= super::MAX_GROUPS {
-            for &i in &pieces {
-                claims[i as usize] = false;
+            if key.starts_with("o:") {
+                rest.extend(pieces);
+                rest_ops += 1;
+            } else {
+                for &i in &pieces {
+                    claims[i as usize] = false;
+                }
             }
             continue;
         }
         kept.push((key, pieces, idle));
+    }
+    let rest_idle = cx.total(&rest);
+    if rest_ops >= 2 && rest_idle >= floor {
+        rest.sort_unstable();
+        kept.push((format!("{REST}{rest_ops}"), rest, rest_idle));
+    } else {
+        for &i in &rest {
+            claims[i as usize] = false;
+        }
     }
     // A range group's instances are counted now, so that the taken pieces
     // and their ranges (a million each on a big trace) are freed before
@@ -137,6 +168,11 @@ pub(super) fn detect<T: Send>(
         })
         .collect();
     drop((taken, ranges));
+    // Whether the other operators are other than some with findings of
+    // their own.
+    let operator_findings = kept
+        .iter()
+        .any(|(key, ..)| key.starts_with("o:") || key.starts_with("r:"));
     let draft = |(key, pieces, idle, instances): (String, Vec<u32>, Ns, u64)| -> Draft {
         let per_step = duration(idle / cx.n_steps());
         let share = percent_whole(idle, cx.window_ns());
@@ -204,6 +240,34 @@ pub(super) fn detect<T: Send>(
             );
             d.occurrences = instances;
             d.blame = Some((op, Some(range.to_string()), src));
+            d
+        } else if let Some(n) = key.strip_prefix(REST) {
+            let other = if operator_findings { "other " } else { "" };
+            let top: Vec<String> = cx
+                .operators_by_time(&pieces)
+                .iter()
+                .take(3)
+                .map(|&(name, t)| format!("`{}`, {}", cx.trace.strings.get(name), percent_whole(t, idle)))
+                .collect();
+            let per = cx.per_step();
+            let mut d = Draft::new(
+                "D2",
+                "cpu_bound_other_operators",
+                format!(
+                    "The GPU waits while {n} {other}operators work on the CPU ({} idle, {share} of the window)",
+                    duration(idle)
+                ),
+                format!(
+                    "{n} {other}operators keep the CPU busy for {per_step} {per} before the next GPU \
+                     work is launched (the most: {}). {}",
+                    top.join("; "),
+                    advice(cx, &pieces)
+                ),
+            );
+            d.occurrences = cx.distinct(&pieces, |p| cx.seg(p).op);
+            // Spread over many operators: naming the largest would blame it
+            // for all of them.
+            d.blame = Some((None, None, None));
             d
         } else if let Some(op) = key.strip_prefix("o:") {
             let blame = cx.blame(&pieces);

@@ -34,6 +34,7 @@
 //! D4  per-parameter loop      inside a zero_grad / optimizer range that loops
 //! D3  small serial kernels    inside a run of short kernels
 //! D2  CPU-bound               cause cpu_op / framework_overhead, the rest
+//! D17 kernel launch gaps      cause launch_overhead, the rest
 //! ```
 //!
 //! D12 (underfilled kernels), D13's cross-stream waits and D15 (exposed
@@ -60,6 +61,7 @@ mod dataloader;
 mod explicit_sync;
 mod exposed_comm;
 mod graph_capture;
+mod launch_gaps;
 mod offload;
 mod pageable;
 mod param_loop;
@@ -256,6 +258,7 @@ fn all_drafts(cx: &Cx) -> Vec<Draft> {
         context
     });
     drafts.extend(cpu_bound);
+    drafts.extend(launch_gaps::detect(cx, &mut claims));
     drafts.extend(context);
     drafts
 }

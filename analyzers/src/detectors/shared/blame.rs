@@ -96,14 +96,21 @@ impl Cx<'_> {
     /// without an operator left out), summed over every row and site of
     /// that name, and that time; ties go to the smaller string id.
     pub fn heaviest_operator(&self, pieces: &[u32]) -> Option<(StrId, Ns)> {
+        self.operators_by_time(pieces).first().copied()
+    }
+
+    /// Every operator name in `pieces` with its idle time (summed over its
+    /// rows and sites), the most first, ties by the smaller string id.
+    pub fn operators_by_time(&self, pieces: &[u32]) -> Vec<(StrId, Ns)> {
         let mut by: FxHashMap<StrId, Ns> = FxHashMap::default();
         for (p, idle) in self.runs(pieces, |p| p.seg) {
             if let Some(op) = self.seg(&p).op {
                 *by.entry(self.trace.cpu_ops.name[op.index()]).or_default() += idle;
             }
         }
-        by.into_iter()
-            .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        let mut by: Vec<(StrId, Ns)> = by.into_iter().collect();
+        by.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        by
     }
 
     /// Dominant `(operator, annotation, source)` of pieces by idle time;
