@@ -459,12 +459,28 @@ fn clip(trace: &Trace, span: Span) -> Trace {
 /// Without options (or with `exclude_last_step` on a trace with fewer than 2
 /// steps) this is a copy. Otherwise, as HTA does: CPU-side rows (operators,
 /// runtime calls, markers) are kept when they start inside the selected
-/// steps' CPU range, and GPU rows only when the runtime call that launched
-/// them (same correlation) is kept, so orphans without a launch go too.
+/// steps' CPU range, and GPU rows when the runtime call that launched them
+/// (same correlation) is kept, so orphans without a launch go. Unlike HTA,
+/// GPU rows launched before that range are kept too where they run inside
+/// the selected steps (without their launch): on a GPU that runs behind
+/// the host, an earlier step's work fills a later step's time, and leaving
+/// it out made a busy step look idle, its own kernels "queued" behind
+/// nothing.
 pub fn select(trace: &Trace, opts: &WindowOptions) -> Trace {
-    match cpu_range(&steps(trace), opts) {
+    let all = steps(trace);
+    match cpu_range(&all, opts) {
         None => trace.clone(),
-        Some(range) => filter(trace, range),
+        Some(range) => {
+            let chosen = selected_steps(&all, opts);
+            let span = match (chosen.first(), chosen.last()) {
+                (Some(first), Some(_)) => (
+                    first.start,
+                    chosen.iter().map(|s| s.end).max().unwrap_or(first.end),
+                ),
+                _ => (0, 0),
+            };
+            filter(trace, range, span)
+        }
     }
 }
 
@@ -472,15 +488,25 @@ fn in_range(range: Span) -> impl Fn(&Ns) -> bool {
     move |&t| t >= range.0 && t < range.1
 }
 
-fn filter(trace: &Trace, range: Span) -> Trace {
+/// The rows whose CPU side starts in `range`, with the GPU rows they
+/// launched, and the GPU rows launched before `range` that run in `span`
+/// (the selected steps).
+fn filter(trace: &Trace, range: Span, span: Span) -> Trace {
     let keep_rt: Vec<bool> = trace.runtime.start.iter().map(in_range(range)).collect();
     let keep_op: Vec<bool> = trace.cpu_ops.start.iter().map(in_range(range)).collect();
     let keep_mk: Vec<bool> = trace.markers.start.iter().map(in_range(range)).collect();
+    let gpu = &trace.gpu;
     let keep_gpu: Vec<bool> = trace
         .links
         .gpu_launch
         .iter()
-        .map(|&r| r.is_some_and(|r| keep_rt[r.index()]))
+        .enumerate()
+        .map(|(i, &r)| {
+            r.is_some_and(|r| {
+                keep_rt[r.index()]
+                    || (trace.runtime.start[r.index()] < range.0 && overlaps(gpu.start[i], gpu.end[i], span))
+            })
+        })
         .collect();
     retain(trace, &keep_gpu, &keep_rt, &keep_op, &keep_mk)
 }

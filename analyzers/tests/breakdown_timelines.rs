@@ -329,6 +329,48 @@ fn exclude_last_step_drops_its_cpu_rows_and_their_gpu_work() {
 /// --steps 2..3: cpu range [150, ∞): L3, L4 kept, window 150..310
 /// --steps 1..1: cpu range (−∞, 150): L1, L2 kept, window 50..100
 /// ```
+/// A GPU that runs behind the host: step 1's kernels run through step 2's
+/// time. `--steps 2..2` keeps them where they run inside step 2 (without
+/// their launches): the step's GPU was busy, not idle with its own kernel
+/// queued behind nothing.
+///
+/// ```text
+/// t         0    10   20   90      110 150     200   230   290  320
+/// step          [1.............][2..............][3..............]
+/// cpu           [L1] [L2]          [L3]              [L4]
+/// stream 7                  [k1..........][k2..........][k3....][k4]
+///                           90          150          230    290  320
+/// --steps 2..2: L3 and k3 kept; k1 and k2 too (they run in 100..200)
+/// ```
+#[test]
+fn steps_keep_earlier_work_that_runs_inside_them() {
+    let mut t = Sketch::new();
+    t.step(1, 0, 100).step(2, 100, 200).step(3, 200, 300);
+    for (c, ls, ks, ke) in [
+        (1, 10, 90, 150),
+        (2, 20, 150, 230),
+        (3, 110, 230, 290),
+        (4, 210, 290, 320),
+    ] {
+        t.call(ls, ls + 5, "cudaLaunchKernel", c).kernel(7, ks, ke, c);
+    }
+    let tr = t.finish();
+    let opts = WindowOptions {
+        steps: Some((2, 2)),
+        exclude_last_step: false,
+    };
+    let picked = select(&tr, &opts);
+    assert_eq!(picked.runtime.len(), 1);
+    assert_eq!(picked.gpu.len(), 3);
+    // k1 and k2 have no launch in the selection; k3 has L3.
+    let launched: Vec<bool> = picked.links.gpu_launch.iter().map(Option::is_some).collect();
+    assert_eq!(launched, vec![false, false, true]);
+    let a = run(&tr, opts);
+    assert_eq!((a.window.start_ns, a.window.end_ns), (100, 200));
+    assert_eq!(a.devices[0].breakdown, bd(100, 100, 0, 0, 0));
+    assert_eq!(a.devices[0].launch_stats.count, 1);
+}
+
 #[test]
 fn steps_a_to_b_select_their_rows() {
     let mut t = Sketch::new();
