@@ -233,6 +233,21 @@ fn hta_trace_diff_pair() {
         "{text}"
     );
     assert!(text.contains(" by count "), "{text}");
+    // D17 is one finding per device, paired across the two traces, its
+    // id said once; a replay of 0 is said as such.
+    assert!(
+        text.contains("- still there: D17 kernel_launch_gaps (saving not estimable, at most "),
+        "{text}"
+    );
+    assert!(!text.contains("could save 0 ns"), "{text}");
+    let whole = gapscope(["diff".as_ref(), control.as_os_str(), test.as_os_str()])
+        .expect_code(1)
+        .stdout;
+    assert!(
+        whole.contains("- disappeared: D6 explicit_sync aten::item (saves nothing on its own)"),
+        "{whole}"
+    );
+    assert!(!whole.contains("could save 0 ns"), "{whole}");
     let persisted = &v["findings"]["persisted"];
     assert!(
         persisted

@@ -1055,7 +1055,9 @@ fn d17_gaps_between_queued_kernels() {
     // the idle time.
     assert!(!x.estimable);
     assert_eq!(x.savings_bound_ns, Some(x.idle_ns));
-    assert_eq!(x.operator.as_deref(), Some("aten::mm"));
+    // Named in the hint, not as the finding's operator: the finding is
+    // about the device's gaps, one subject whatever launched them.
+    assert_eq!(x.operator, None);
     assert!(
         x.hint.contains(
             "Nearly all of it is between kernels already queued on the GPU (49 gaps, 2.0 µs each on average"

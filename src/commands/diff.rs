@@ -588,25 +588,17 @@ fn trace_doc(names: &(String, String), d: &TraceDiff, th: &Thresholds, top: usiz
         findings.paragraphs.push("None in either trace.".to_string());
     }
     for x in &f.appeared {
-        findings.paragraphs.push(format!(
-            "- appeared: {} {} {} ({})",
-            x.id,
-            x.kind,
-            x.subject,
-            saving(x)
-        ));
+        findings
+            .paragraphs
+            .push(format!("- appeared: {} ({})", label(x), saving(x)));
     }
     for x in &f.disappeared {
-        findings.paragraphs.push(format!(
-            "- disappeared: {} {} {} ({})",
-            x.id,
-            x.kind,
-            x.subject,
-            saving(x)
-        ));
+        findings
+            .paragraphs
+            .push(format!("- disappeared: {} ({})", label(x), saving(x)));
     }
     for (b, n) in &f.persisted {
-        let savings = if estimated(b) && estimated(n) {
+        let savings = if estimated(b) && estimated(n) && b.savings_ns > 0 && n.savings_ns > 0 {
             format!(
                 "could save {} → {}",
                 duration(b.savings_ns),
@@ -617,10 +609,9 @@ fn trace_doc(names: &(String, String), d: &TraceDiff, th: &Thresholds, top: usiz
         } else {
             format!("{} → {}", saving(b), saving(n))
         };
-        findings.paragraphs.push(format!(
-            "- still there: {} {} {} ({savings})",
-            n.id, n.kind, n.subject
-        ));
+        findings
+            .paragraphs
+            .push(format!("- still there: {} ({savings})", label(n)));
     }
     sections.push(findings);
     sections.push(regressions_section(&d.regressions));
@@ -685,12 +676,24 @@ fn classes_line(c: &ChangeCounts) -> String {
 }
 
 /// Whether a finding's saving is an estimate.
+/// "D2 cpu_bound_operator aten::mm": detector, finding id and subject; a
+/// finding about the device as a whole (its subject is its id) says its id
+/// once.
+fn label(f: &FindingSummary) -> String {
+    if f.subject == f.kind {
+        format!("{} {}", f.id, f.kind)
+    } else {
+        format!("{} {} {}", f.id, f.kind, f.subject)
+    }
+}
+
 fn estimated(f: &FindingSummary) -> bool {
     f.primary && f.estimable
 }
 
 /// What a finding could save, as far as its trace tells: "could save
-/// 1.20 ms", "saving not estimable (at most 3.00 ms)", or "context, not
+/// 1.20 ms", "saves nothing on its own" (replayed, the step is no
+/// shorter), "saving not estimable (at most 3.00 ms)", or "context, not
 /// idle time" (a context finding saves nothing of its own; "could save
 /// 0 ns" would say the opposite of what it means).
 fn saving(f: &FindingSummary) -> String {
@@ -701,6 +704,8 @@ fn saving(f: &FindingSummary) -> String {
             Some(b) => format!("saving not estimable, at most {}", duration(b)),
             None => "saving not estimable".to_string(),
         }
+    } else if f.savings_ns == 0 {
+        "saves nothing on its own".to_string()
     } else {
         format!("could save {}", duration(f.savings_ns))
     }

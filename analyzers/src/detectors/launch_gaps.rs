@@ -19,8 +19,9 @@
 //! Reported when the pieces hold at least [`MIN_SHARE`] of the window
 //! (ours, as D2: below 1 % a fix cannot move the step time measurably)
 //! and at least [`NOISE_NS`]. Claims: the remaining `launch_overhead`
-//! pieces, one group per device. Attribution: the operator name that
-//! launched the most of it (summed over its calls), with its share.
+//! pieces, one group per device. Attribution: none (the gaps are the
+//! device's, before kernels of every operator); the hint names the
+//! operator that launched the kernels after the most of it, with its share.
 //! Savings: not estimable. How many gaps a fix removes depends on how
 //! many kernels fusion or a graph merges, which the trace does not say;
 //! the bound is the idle time claimed.
@@ -90,9 +91,11 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             percent_whole(l, idle)
         ),
     };
-    // An operator is named only when it holds most of the time: a step's
-    // gaps are spread over every operator that launches kernels, and
-    // naming the largest of many would blame it for all of them.
+    // The hint names the operator after the most of it; the finding names
+    // none. A step's gaps are spread over every operator that launches
+    // kernels (naming the largest of many would blame it for all of
+    // them), and a finding about the device as a whole keeps one subject,
+    // so that `diff` pairs it across two traces.
     let owner = top_name.as_ref().filter(|_| 2 * top_idle >= idle);
     let who = match (&top_name, owner) {
         (Some(name), Some(_)) => format!(
@@ -134,7 +137,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let mut d = Draft::new("D17", "kernel_launch_gaps", title, hint);
     d.occurrences = gaps;
     d.estimable = false;
-    d.blame = Some((owner.cloned(), None, None));
+    d.blame = Some((None, None, None));
     d.pieces = pieces;
     vec![d]
 }
