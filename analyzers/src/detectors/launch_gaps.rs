@@ -55,9 +55,16 @@ struct Split {
     queued_gaps: u64,
 }
 
-pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
+/// Claims the `launch_overhead` pieces no earlier detector claimed: what
+/// [`draft`] reads. D2 claims none of them, so this may run before it and
+/// the drafting beside it.
+pub(super) fn take(cx: &Cx, claims: &mut [bool]) -> Vec<u32> {
+    cx.take_of(claims, &[Cause::LaunchOverhead], |_| true)
+}
+
+/// The finding of the `pieces` [`take`] claimed, if they reach the floor.
+pub(super) fn draft(cx: &Cx, pieces: Vec<u32>) -> Vec<Draft> {
     let floor = ((MIN_SHARE * cx.window_ns() as f64) as Ns).max(NOISE_NS);
-    let pieces = cx.take_of(claims, &[Cause::LaunchOverhead], |_| true);
     let idle = cx.total(&pieces);
     if idle < floor {
         return Vec::new();
@@ -147,8 +154,10 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
 fn split(cx: &Cx, pieces: &[u32]) -> Split {
     let t = cx.trace;
     let mut out = Split::default();
-    // One gap's pieces share the next row: look it up once per gap.
+    // One gap's pieces share the next row: look it up once per gap, the
+    // busy rows walked once in all (the pieces are in time order).
     let mut memo: Option<(Ns, Option<GpuRow>)> = None;
+    let mut at = 0;
     let mut last: Option<Option<GpuRow>> = None;
     let mut counted: Option<Option<GpuRow>> = None;
     for &i in pieces {
@@ -157,7 +166,7 @@ fn split(cx: &Cx, pieces: &[u32]) -> Split {
         let next = match memo {
             Some((end, next)) if end == gap_end => next,
             _ => {
-                let next = cx.next_row(gap_end);
+                let next = cx.next_row_from(gap_end, &mut at);
                 memo = Some((gap_end, next));
                 next
             }

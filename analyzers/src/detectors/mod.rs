@@ -248,17 +248,20 @@ fn all_drafts(cx: &Cx) -> Vec<Draft> {
     drafts.extend(pageable::detect(cx, &mut claims));
     drafts.extend(param_loop::detect(cx, &mut claims));
     drafts.extend(small_kernels::detect(cx, &mut claims));
-    // The context detectors claim nothing: they run while D2 drafts its
-    // largest group on another thread.
-    let (cpu_bound, context) = cpu_bound::detect(cx, &mut claims, || {
+    // D17 takes the launch pieces left now (D2 takes none of them); it and
+    // the context detectors, which claim nothing, are drafted while D2
+    // drafts its largest group on another thread.
+    let launch = launch_gaps::take(cx, &mut claims);
+    let (cpu_bound, (launch_gaps, context)) = cpu_bound::detect(cx, &mut claims, || {
+        let launch_gaps = launch_gaps::draft(cx, launch);
         let mut context: Vec<Draft> = Vec::new();
         context.extend(underfilled::detect(cx));
         context.extend(exposed_comm::detect(cx));
         context.extend(stream_wait::detect(cx));
-        context
+        (launch_gaps, context)
     });
     drafts.extend(cpu_bound);
-    drafts.extend(launch_gaps::detect(cx, &mut claims));
+    drafts.extend(launch_gaps);
     drafts.extend(context);
     drafts
 }

@@ -173,7 +173,24 @@ impl<'a> Cx<'a> {
     /// the earliest launched; none when nothing starts after `t`.
     pub fn next_row(&self, t: Ns) -> Option<GpuRow> {
         let g = &self.trace.gpu;
-        let k = self.busy.partition_point(|&r| g.start[r.index()] < t);
+        self.earliest_launched_at(self.busy.partition_point(|&r| g.start[r.index()] < t))
+    }
+
+    /// [`next_row`](Self::next_row) for times that never go back: the
+    /// search walks on from `*from` (0 at first), left where this answer
+    /// is. A walk over all of a device's gaps reads the busy rows once.
+    pub fn next_row_from(&self, t: Ns, from: &mut usize) -> Option<GpuRow> {
+        let g = &self.trace.gpu;
+        while self.busy.get(*from).is_some_and(|&r| g.start[r.index()] < t) {
+            *from += 1;
+        }
+        self.earliest_launched_at(*from)
+    }
+
+    /// Of the busy rows that start with the `k`-th, the one launched
+    /// earliest.
+    fn earliest_launched_at(&self, k: usize) -> Option<GpuRow> {
+        let g = &self.trace.gpu;
         let first = *self.busy.get(k)?;
         let at = g.start[first.index()];
         let launch_start = |r: GpuRow| {
