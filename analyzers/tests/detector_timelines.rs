@@ -1183,3 +1183,28 @@ fn d2_near_miss_other_operators_under_the_floor_together() {
     let f = thin_host_time(&["aten::a", "aten::b"], 1000);
     assert!(find(&f, "cpu_bound_other_operators").is_none(), "{f:?}");
 }
+
+/// D17 inside a graph replay: one `cudaGraphLaunch` replays 40 kernels of
+/// 20 µs, 2 µs apart, in a step that starts with the first. The graph
+/// already launches them at once: the advice is fewer, larger kernels,
+/// not graphs.
+#[test]
+fn d17_gaps_inside_a_graph_replay() {
+    let mut t = Sketch::in_units(US);
+    t.op(10, 900, "ProfilerStep#1");
+    t.op(1, 8, "aten::forward").call(2, 8, "cudaGraphLaunch", 1);
+    for i in 0..40 {
+        let at = 10 + 22 * i;
+        t.kernel(7, at, at + 20, 1);
+    }
+    let f = t.findings();
+    let x = find(&f, "kernel_launch_gaps").expect("D17");
+    assert_eq!((x.occurrences, x.idle_ns), (39, 39 * 2 * US));
+    assert!(
+        x.hint
+            .contains("Most of these gaps are inside CUDA graph replays (100 %)"),
+        "{}",
+        x.hint
+    );
+    assert!(!x.hint.contains("replay the step as CUDA graphs"), "{}", x.hint);
+}
