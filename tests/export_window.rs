@@ -184,3 +184,81 @@ fn a_perfetto_export_of_one_step_holds_that_step_alone() {
     let names: Vec<&str> = rows[0].iter().map(|r| r["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["ProfilerStep#12"]);
 }
+
+/// A step selection whose first kernel starts in the same utilization bin
+/// as the step (step 2 at 1.55 ms, its kernel at 1.56 ms): the counter's
+/// first bin starts at 1 ms, before any event of the selection, and is
+/// drawn from the first event on. The export failed ("an analysis time
+/// lies before the trace's first event") before 91010ed already; keeping
+/// earlier steps' kernels that run into a selected step made it common
+/// (the demo's step 12).
+#[test]
+fn a_step_whose_first_kernel_shares_its_utilization_bin_exports() {
+    let dir = TempDir::new("export-kernel-first");
+    let x = |cat: &str, name: &str, (pid, tid): (u32, u32), ts: u64, dur: u64, args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {pid}, "tid": {tid}, "ts": {ts}, "dur": {dur}, "args": {{{args}}}}}"#
+        )
+    };
+    let (host, gpu) = ((1, 1), (0, 7));
+    let events = [
+        x("user_annotation", "ProfilerStep#1", host, 0, 1500, ""),
+        x(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            host,
+            10,
+            5,
+            r#""correlation": 1"#,
+        ),
+        x(
+            "kernel",
+            "k1",
+            gpu,
+            20,
+            1380,
+            r#""device": 0, "stream": 7, "correlation": 1"#,
+        ),
+        x("user_annotation", "ProfilerStep#2", host, 1550, 1450, ""),
+        x(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            host,
+            1552,
+            5,
+            r#""correlation": 2"#,
+        ),
+        x(
+            "kernel",
+            "k2",
+            gpu,
+            1560,
+            1340,
+            r#""device": 0, "stream": 7, "correlation": 2"#,
+        ),
+    ];
+    let json = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+    let trace = dir.file("two_steps.json", json.as_bytes());
+    let out = dir.path().join("step2.pftrace");
+    gapscope([
+        "export",
+        trace.to_str().unwrap(),
+        "--steps",
+        "2..2",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let rows = perfetto_query(
+        &out,
+        &[
+            "select min(ts) as t from slice",
+            "select min(c.ts) as t from counter c join counter_track t on c.track_id = t.id \
+             where t.name like '%utilization%'",
+        ],
+    );
+    let (first_slice, first_sample) = (rows[0][0]["t"].as_i64(), rows[1][0]["t"].as_i64());
+    assert!(first_sample.is_some(), "{rows:?}");
+    assert_eq!(first_sample, first_slice, "{rows:?}");
+}

@@ -346,6 +346,12 @@ fn write_derived<W: Write>(
         // A counter track without samples is not created by the trace
         // processor, so it is not declared either: the track count we
         // report must be the one it loads.
+        // The first utilization bin starts at a bin boundary, which can lie
+        // before the trace's first event when that is a GPU row starting
+        // inside a bin (a step selection whose earliest row is an earlier
+        // step's kernel running into it): the sample is drawn from the
+        // first event on.
+        let util = util.into_iter().map(|(t, v)| (t.max(own.floor), v)).collect();
         for (name, unit, rank, samples) in [
             (
                 format!("GPU {device} utilization ({bin_ms} ms bins)"),
