@@ -172,3 +172,39 @@ fn resnet50_without_workers_waits_for_its_dataloader() {
         .sum();
     assert!(top_dl_ns > 0);
 }
+
+/// `--steps N..N` analyses step N as the whole trace's step table sees it:
+/// the same breakdown, on traces whose GPU runs behind the host (the
+/// ns-resolution DDP rank's steps 102-105 spend their time on the work
+/// of the step before) and whose GPU keeps up. Selected alone, step 103
+/// was 93.8 % idle against 1.2 % in the step table.
+#[test]
+fn one_step_selected_has_the_step_tables_breakdown() {
+    for rel in [
+        "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+        "hta/trace_diff/control/control.json.gz",
+        "kineto-tb-plugin/resnet50_num_workers_0.worker0.1623143089861.pt.trace.json.gz",
+    ] {
+        let path = shared().join(rel);
+        let t = import_file(&path, &ImportOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let whole = analyze(&t, &AnalyzeOptions::default());
+        assert!(whole.steps.len() >= 5, "{rel}");
+        for s in &whole.steps {
+            let mut opts = AnalyzeOptions::default();
+            opts.window.steps = Some((s.step, s.step));
+            let one = analyze(&t, &opts);
+            for sd in &s.devices {
+                let d = one
+                    .devices
+                    .iter()
+                    .find(|d| d.device == sd.device)
+                    .unwrap_or_else(|| panic!("{rel} step {}: no device {}", s.step, sd.device));
+                assert_eq!(
+                    d.breakdown, sd.breakdown,
+                    "{rel} step {} device {}",
+                    s.step, sd.device
+                );
+            }
+        }
+    }
+}
