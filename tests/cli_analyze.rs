@@ -427,11 +427,7 @@ fn finding_times_are_shown_in_their_own_unit() {
 fn a_device_without_findings_says_so() {
     let dir = TempDir::new("no-findings");
     // The host on pid 1, the GPU's stream 7 on pid 0.
-    let x = |cat: &str, name: &str, (pid, tid): (u32, u32), ts: u64, dur: u64, args: &str| {
-        format!(
-            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {pid}, "tid": {tid}, "ts": {ts}, "dur": {dur}, "args": {{{args}}}}}"#
-        )
-    };
+    let x = x_event;
     let (host, gpu) = ((1, 1), (0, 7));
     let events = [
         x("user_annotation", "ProfilerStep#1", host, 1009, 1000, ""),
@@ -468,7 +464,7 @@ fn a_device_without_findings_says_so() {
             r#""device": 0, "stream": 7, "correlation": 2"#,
         ),
     ];
-    let json = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+    let json = kineto_json(&events);
     let path = dir.file("quiet.json", json.as_bytes());
     let r = gapscope([OsString::from("analyze"), path.into()]).expect_code(0);
     assert!(r.stdout.contains("idle "), "{}", r.stdout);

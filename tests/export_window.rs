@@ -195,11 +195,8 @@ fn a_perfetto_export_of_one_step_holds_that_step_alone() {
 #[test]
 fn a_step_whose_first_kernel_shares_its_utilization_bin_exports() {
     let dir = TempDir::new("export-kernel-first");
-    let x = |cat: &str, name: &str, (pid, tid): (u32, u32), ts: u64, dur: u64, args: &str| {
-        format!(
-            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {pid}, "tid": {tid}, "ts": {ts}, "dur": {dur}, "args": {{{args}}}}}"#
-        )
-    };
+    // The host on pid 1, the GPU's stream 7 on pid 0.
+    let x = x_event;
     let (host, gpu) = ((1, 1), (0, 7));
     let events = [
         x("user_annotation", "ProfilerStep#1", host, 0, 1500, ""),
@@ -237,7 +234,7 @@ fn a_step_whose_first_kernel_shares_its_utilization_bin_exports() {
             r#""device": 0, "stream": 7, "correlation": 2"#,
         ),
     ];
-    let json = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+    let json = kineto_json(&events);
     let trace = dir.file("two_steps.json", json.as_bytes());
     let out = dir.path().join("step2.pftrace");
     gapscope([

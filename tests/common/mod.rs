@@ -163,6 +163,20 @@ pub fn perfetto_query(trace: &Path, queries: &[&str]) -> Vec<Vec<serde_json::Val
     rows
 }
 
+/// One complete (`ph: X`) Kineto event on `(pid, tid)` over `ts`..`ts+dur`
+/// µs, with `args` the inside of its args object: for tests that write a
+/// small trace by hand.
+pub fn x_event(cat: &str, name: &str, (pid, tid): (u32, u32), ts: u64, dur: u64, args: &str) -> String {
+    format!(
+        r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {pid}, "tid": {tid}, "ts": {ts}, "dur": {dur}, "args": {{{args}}}}}"#
+    )
+}
+
+/// A Kineto trace file's text holding `events`.
+pub fn kineto_json(events: &[String]) -> String {
+    format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"))
+}
+
 /// A synthetic Kineto trace of one process driving `gpus` GPUs for `steps`
 /// ProfilerSteps: per step a DataLoader wait, then per GPU a copy, a
 /// Tensor Core GEMM, an elementwise kernel and an NCCL all-reduce, and a
