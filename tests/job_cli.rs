@@ -39,6 +39,52 @@ fn dlrm_directory_is_one_job() {
         .json();
     assert_eq!(ranks[3]["analysis"], alone);
     assert_eq!(ranks[3]["rank"], 3);
+    // Rank 7 is last at all_to_all #1, but only 505 µs after ranks 2 and 6
+    // (rank 1 arrived 7.6 ms before it): the others' wait it alone caused
+    // is 505 µs each, not their whole wait, which had ranks 2 and 6 (and
+    // 0) to wait for too. Its saving is that wait, and the rest of the
+    // job's waiting has no single culprit.
+    let findings = j["findings"].as_array().unwrap();
+    let first = findings
+        .iter()
+        .find(|f| f["id"] == "straggler_wait" && f["collective_ordinal"] == 1)
+        .expect("the late start at all_to_all #1");
+    assert_eq!(first["culprit_rank"], 7);
+    let lateness = first["lateness_ns"].as_i64().unwrap();
+    assert!((500_000..510_000).contains(&lateness), "{first}");
+    let waits = first["wait_ns"].as_object().unwrap();
+    assert_eq!(waits.len(), 7);
+    assert!(waits.values().all(|w| w.as_i64() == Some(lateness)), "{first}");
+    assert_eq!(first["total_wait_ns"].as_i64(), Some(7 * lateness));
+    assert_eq!(first["est_savings_ns"].as_i64(), Some(lateness));
+    let summary = &j["summary"];
+    let caused: i64 = ranks.iter().map(|r| r["caused_wait_ns"].as_i64().unwrap()).sum();
+    let by_cause: i64 = summary["wait_by_cause_ns"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_i64().unwrap())
+        .sum();
+    assert_eq!(caused, by_cause);
+    let no_culprit = summary["top_causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"] == "no_culprit")
+        .expect("waits without a single culprit");
+    assert_eq!(
+        no_culprit["ns"].as_i64().unwrap() + by_cause,
+        summary["total_wait_ns"].as_i64().unwrap()
+    );
+    assert!(
+        by_cause * 4 < summary["total_wait_ns"].as_i64().unwrap(),
+        "{summary}"
+    );
+    assert!(
+        r.stdout.contains("waited 505 µs in all_to_all #1 for rank 7"),
+        "{}",
+        r.stdout
+    );
 }
 
 /// The example, through the command line: rank 3's DataLoader

@@ -126,14 +126,16 @@ fn offsets_waits_culprit_and_saving() {
     assert_eq!(f.cause.as_deref(), Some("dataloader"));
     // DataLoader 30 vs the peers' mean 0.
     assert_eq!(f.cause_ns, 30);
+    // Rank 0 waited 30, but its first 2 for rank 1 as well: 28 each is
+    // rank 2's alone.
     assert_eq!(
         f.wait_ns.iter().map(|(&r, &w)| (r, w)).collect::<Vec<_>>(),
-        [(0, 30), (1, 28)]
+        [(0, 28), (1, 28)]
     );
     // Rank 2 arriving with rank 1 (at 12) ends the all-reduce at 22, so
     // everything after moves 28 earlier.
     assert_eq!(f.est_savings_ns, 28);
-    assert_eq!(f.title, "step 1: ranks 0, 1 waited 28 ns to 30 ns in all_reduce #1 for rank 2, whose DataLoader took 30 ns longer than its peers'");
+    assert_eq!(f.title, "step 1: ranks 0, 1 waited 28 ns in all_reduce #1 for rank 2, whose DataLoader took 30 ns longer than its peers'");
     let s = &j.steps[0];
     assert_eq!((s.start_ns, s.end_ns), (0, 80));
     let waits: Vec<i64> = s.ranks.iter().map(|r| r.wait_ns).collect();
@@ -148,7 +150,9 @@ fn offsets_waits_culprit_and_saving() {
 /// rank 2     dddddddddddddddddddddddddddddd[ar]     arrives at 40
 /// ```
 /// Two late ranks: rank 2 is last, but only 2 ns after rank 1, so fixing
-/// rank 2 alone saves 2 ns of the 58 the others waited.
+/// rank 2 alone saves 2 ns of the 30 + 2 the others waited; the wait it
+/// alone caused is the last 2 ns of each, and the rest has no single
+/// culprit.
 #[test]
 fn two_late_ranks_fixing_one_saves_little() {
     let ranks = vec![
@@ -160,8 +164,13 @@ fn two_late_ranks_fixing_one_saves_little() {
     let f = &j.findings[0];
     assert_eq!(f.culprit_rank, Some(2));
     assert_eq!(f.lateness_ns, 2);
-    assert_eq!(f.total_wait_ns, 30 + 2);
+    assert_eq!(f.total_wait_ns, 2 + 2);
     assert_eq!(f.est_savings_ns, 2);
+    assert_eq!(j.collectives[0].total_wait_ns, 30 + 2);
+    let culprit: i64 = j.summary.wait_by_cause_ns.values().sum();
+    assert_eq!(culprit, 4);
+    let none = j.summary.top_causes.iter().find(|c| c.cause == "no_culprit");
+    assert_eq!(none.map(|c| c.ns), Some(28));
 }
 
 /// ```text

@@ -5,8 +5,10 @@
 //! Ranks are read and written one at a time (one trace in memory), each as
 //! two packet sequences of its own (its trace, its analysis); the trace processor sorts the whole file when
 //! it loads it. Each waiting rank gets a `Waiting for peers` track under
-//! its GPU: `waiting for rank N` over the wait, then `rank N arrived` over
-//! the rest of its collective (the transfer). The trace processor points a
+//! its GPU: `waiting for peers` over the wait before the second-last member
+//! arrived (several ranks late), `waiting for rank N` over the rest of the
+//! wait (the late rank's alone), then `rank N arrived` over the rest of its
+//! collective (the transfer). The trace processor points a
 //! flow from the slice that starts first to the one that starts later, so
 //! the flow runs from the late rank's kernel (starting at its arrival) to
 //! the waiting rank's `rank N arrived` slice, which starts 1 ns later.
@@ -150,17 +152,35 @@ fn plan(job: &Job<'_>) -> Vec<RankPlan> {
                 ("wait_ns", a.wait_ns.to_string()),
                 ("lateness_ns", c.lateness_ns.to_string()),
             ];
-            plans[a.rank].waits.push((
-                FindingSpan {
-                    device,
-                    start: call.start_ns,
-                    end: arrived,
-                    title: format!("waiting for rank {late_rank}: {} #{}{step}", c.kind, c.ordinal),
-                    track: "Waiting for peers",
-                    args: args.clone(),
-                },
-                None,
-            ));
+            // Until the second-last member arrived the rank waited for it
+            // too: only the rest of the wait is the late rank's alone.
+            let alone = arrived - c.caused_wait_of(a);
+            if alone > call.start_ns {
+                plans[a.rank].waits.push((
+                    FindingSpan {
+                        device,
+                        start: call.start_ns,
+                        end: alone,
+                        title: format!("waiting for peers: {} #{}{step}", c.kind, c.ordinal),
+                        track: "Waiting for peers",
+                        args: args.clone(),
+                    },
+                    None,
+                ));
+            }
+            if arrived > alone {
+                plans[a.rank].waits.push((
+                    FindingSpan {
+                        device,
+                        start: alone,
+                        end: arrived,
+                        title: format!("waiting for rank {late_rank}: {} #{}{step}", c.kind, c.ordinal),
+                        track: "Waiting for peers",
+                        args: args.clone(),
+                    },
+                    None,
+                ));
+            }
             // A flow needs its end slice to start strictly after the late
             // kernel: 1 ns after the arrival (none when the transfer is
             // shorter than that).

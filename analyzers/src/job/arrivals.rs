@@ -75,6 +75,21 @@ impl Timed {
     pub fn total_wait_ns(&self) -> Ns {
         self.arrivals.iter().map(|a| a.wait_ns).sum()
     }
+
+    /// The part of `a`'s wait the last arriver alone caused: the wait after
+    /// the second-last member arrived. Before that the collective waited
+    /// for the second-last too (and maybe others), so a last arriver on
+    /// time would not have ended that part.
+    pub fn caused_wait_of(&self, a: &Arrival) -> Ns {
+        a.wait_ns.clamp(0, self.lateness_ns.max(0))
+    }
+
+    /// The wait the last arriver alone caused, summed over the others
+    /// ([`Timed::caused_wait_of`]): what it holds the rest back by.
+    pub fn caused_wait_ns(&self) -> Ns {
+        let others = &self.arrivals[..self.arrivals.len() - 1];
+        others.iter().map(|a| self.caused_wait_of(a)).sum()
+    }
 }
 
 /// Converts rank-local times to the job's clock.
@@ -189,4 +204,48 @@ fn common_step(ranks: &[RankSummary], inst: &Instance) -> Option<u64> {
         .max_by_key(|g| (g.len(), std::cmp::Reverse(g[0])))
         .map(|g| g[0])
         .unwrap_or(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arrival(rank: usize, start: Ns, last: Ns) -> Arrival {
+        Arrival {
+            rank,
+            call: 0,
+            start,
+            end: last + 1_000,
+            wait_ns: last - start,
+            transfer_ns: 1_000,
+            exposed_wait_ns: 0,
+            exposed_transfer_ns: 0,
+        }
+    }
+
+    #[test]
+    fn the_last_rank_alone_caused_only_the_wait_after_the_second_last_arrived() {
+        // Ranks arrive at 0, 9 and 10 ms: the first waits 10 ms, of which 9
+        // for the second rank too; the last rank alone held both back 1 ms.
+        let ms = 1_000_000;
+        let t = Timed {
+            step: Some(1),
+            kind: "all_reduce".into(),
+            ordinal: 1,
+            arrivals: vec![
+                arrival(0, 0, 10 * ms),
+                arrival(1, 9 * ms, 10 * ms),
+                arrival(2, 10 * ms, 10 * ms),
+            ],
+            lateness_ns: ms,
+        };
+        assert_eq!(t.total_wait_ns(), 11 * ms);
+        assert_eq!(t.caused_wait_of(&t.arrivals[0]), ms);
+        assert_eq!(t.caused_wait_of(&t.arrivals[1]), ms);
+        assert_eq!(t.caused_wait_ns(), 2 * ms);
+        // A wait cut short by its kernel's length is all the late rank's.
+        let mut short = t.clone();
+        short.arrivals[0].wait_ns = ms / 2;
+        assert_eq!(short.caused_wait_ns(), ms + ms / 2);
+    }
 }

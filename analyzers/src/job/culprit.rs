@@ -234,9 +234,11 @@ fn finding(
         .max_by_key(|b| (b.timed.lateness_ns, std::cmp::Reverse(b.timed.last_arrival())))
         .expect("a group has members");
     let mut wait: BTreeMap<i64, Ns> = BTreeMap::new();
+    // Only the wait the culprit alone caused: before the second-last
+    // member arrived, the others waited for it too.
     for b in items {
         for a in &b.timed.arrivals[..b.timed.arrivals.len() - 1] {
-            *wait.entry(ranks[a.rank].rank).or_default() += a.wait_ns;
+            *wait.entry(ranks[a.rank].rank).or_default() += b.timed.caused_wait_of(a);
         }
     }
     let mut ops: HashMap<&str, Ns> = HashMap::new();
@@ -424,9 +426,9 @@ fn cause_phrase(cause: &str, op: Option<&str>, ns: Ns, from_window_start: bool) 
         "memcpy" => in_op(&format!("whose copies took {x} longer")),
         "memset" => format!("whose memsets took {x} longer"),
         "late_start" if from_window_start => {
-            format!("which began the step {x} after its peers (what delayed it happened before the traced window)")
+            format!("which began the step {x} after its peers on average (what delayed it happened before the traced window)")
         }
-        "late_start" => format!("which came out of its previous collective {x} after its peers"),
+        "late_start" => format!("which came out of its previous collective {x} after its peers on average"),
         other => format!("whose {other} took {x} longer"),
     }
 }

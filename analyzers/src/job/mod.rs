@@ -126,7 +126,8 @@ pub struct RankReport {
     pub exposed_transfer_ns: Ns,
     /// Collectives where it was the late rank.
     pub late: u64,
-    /// The others' wait at those collectives.
+    /// The others' wait at those collectives after the second-last member
+    /// arrived: the wait it alone caused.
     pub caused_wait_ns: Ns,
     /// Its own analysis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -196,7 +197,8 @@ pub struct RankStepReport {
     pub exposed_transfer_ns: Ns,
     /// Collectives where it was the late rank.
     pub late: u64,
-    /// The others' wait at those collectives.
+    /// The others' wait at those collectives after the second-last member
+    /// arrived: the wait it alone caused.
     pub caused_wait_ns: Ns,
 }
 
@@ -248,7 +250,8 @@ pub struct JobSummary {
     pub wait_share: BTreeMap<i64, f64>,
     /// Per rank: its wait, ns.
     pub wait_ns: BTreeMap<i64, Ns>,
-    /// The wait the late ranks caused, by what they were doing instead.
+    /// The wait the late ranks alone caused (after the second-last member
+    /// of each late collective arrived), by what they were doing instead.
     pub wait_by_cause_ns: BTreeMap<String, Ns>,
     /// Idle time summed over ranks, by cause.
     pub idle_by_cause_ns: CauseTotals,
@@ -471,7 +474,7 @@ fn tallies(timed: &[Timed], late: &[bool]) -> HashMap<(usize, Option<u64>), Tall
         if is_late {
             let e = t.entry((c.last().rank, c.step)).or_default();
             e.late += 1;
-            e.caused += c.total_wait_ns();
+            e.caused += c.caused_wait_ns();
         }
     }
     t
@@ -628,7 +631,7 @@ fn rank_reports(ranks: &[RankSummary], timed: &[Timed], late: &[bool], steps: &[
 fn summarize_job(ranks: &[RankReport], steps: &[JobStep], blamed: &[Blamed]) -> JobSummary {
     let mut wait_by_cause: BTreeMap<String, Ns> = BTreeMap::new();
     for b in blamed {
-        *wait_by_cause.entry(b.blame.cause.clone()).or_default() += b.timed.total_wait_ns();
+        *wait_by_cause.entry(b.blame.cause.clone()).or_default() += b.timed.caused_wait_ns();
     }
     let mut idle = CauseTotals::default();
     for r in ranks {
@@ -663,7 +666,8 @@ fn summarize_job(ranks: &[RankReport], steps: &[JobStep], blamed: &[Blamed]) -> 
         });
     }
     // Waits at collectives without a late rank (everyone a little late, or
-    // one early rank) have no culprit.
+    // one early rank), and the waits at late ones before their second-last
+    // member arrived (several ranks late), have no single culprit.
     if total_wait > attributed {
         top.push(CauseShare {
             kind: "wait".into(),
