@@ -519,11 +519,20 @@ fn first_call_trace(first: Ns) -> Trace {
 /// stream 7                                         [gemm]
 /// ```
 fn first_call_waiting(first: Ns, blocked: Ns) -> Trace {
+    first_call_steps(first, blocked, 0, [50, 50, 50])
+}
+
+/// [`first_call_waiting`] in `ProfilerStep#step` (the profiler numbers the
+/// steps it sees from 0, so #0 is the first step it saw), the later calls
+/// taking `later` µs.
+fn first_call_steps(first: Ns, blocked: Ns, step: u64, later: [Ns; 3]) -> Trace {
     let mut t = Sketch::in_units(US);
-    t.o(0, 10_000, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.o(0, 10_000, &format!("ProfilerStep#{step}"))
+        .call(0, 2, "cudaLaunchKernel", 1);
     t.named_kernel("k0", 7, 0, 10, 1);
     let mut at = 10;
-    for (i, d) in [first, 50, 50, 50].into_iter().enumerate() {
+    let [a, b, c] = later;
+    for (i, d) in [first, a, b, c].into_iter().enumerate() {
         let c = 2 + i as u64;
         t.op_shaped(at, at + d, "aten::addmm", "[[8, 16], [16, 4]]");
         if i == 0 && blocked > 0 {
@@ -581,6 +590,31 @@ fn a_slow_first_call_is_warm_up_not_steady_state() {
     // Each later call's 47 µs before its launch (the launch itself is
     // launch overhead).
     assert_eq!(steady, 3 * 47 * US);
+}
+
+/// A trace that begins at `ProfilerStep#5` comes after five steps that
+/// made the first calls: its first `aten::addmm` is slow for another
+/// reason (the ResNet-50 sample's first `MeanBackward1` of step #5, 561
+/// µs against 82), not warm-up.
+#[test]
+fn a_trace_after_earlier_steps_has_no_first_call_warm_up() {
+    let f = findings(&first_call_steps(2000, 0, 5, [50, 50, 50]));
+    assert!(find(&f, "first_call_warmup").is_none(), "{f:#?}");
+    // The same trace from the profiler's first step, #0, is warm-up.
+    let f = findings(&first_call_steps(2000, 0, 0, [50, 50, 50]));
+    assert!(find(&f, "first_call_warmup").is_some(), "{f:#?}");
+}
+
+/// A slowness a later call repeats is no warm-up: control's first
+/// `MulBackward0` takes 2.41 ms against a 37 µs median, and 2.14 ms again a
+/// step later.
+#[test]
+fn a_slow_first_call_that_recurs_is_no_warm_up() {
+    let f = findings(&first_call_steps(2000, 0, 0, [50, 1500, 50]));
+    assert!(find(&f, "first_call_warmup").is_none(), "{f:#?}");
+    // Near miss: a later call at just under half the first's time.
+    let f = findings(&first_call_steps(2000, 0, 0, [50, 990, 50]));
+    assert!(find(&f, "first_call_warmup").is_some(), "{f:#?}");
 }
 
 #[test]
