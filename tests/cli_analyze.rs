@@ -381,7 +381,7 @@ fn findings_count_occurrences_in_the_singular_and_plural() {
 
 /// A finding's savings and explained time are shown in the unit that
 /// shows them: SGLang's blocking read saves 150.7 µs, not "~0.15 ms", its
-/// late graph launch 14.1 µs, not "~0.01 ms"; a context finding that
+/// graph launch 287.8 µs, not "~0.29 ms"; a context finding that
 /// explains no idle time says nothing of it.
 #[test]
 fn finding_times_are_shown_in_their_own_unit() {
@@ -394,7 +394,7 @@ fn finding_times_are_shown_in_their_own_unit() {
         r.stdout
     );
     assert!(
-        r.stdout.contains("saves ~14.1 µs of 14.1 µs explained"),
+        r.stdout.contains("saves ~287.8 µs of 287.8 µs explained"),
         "{}",
         r.stdout
     );

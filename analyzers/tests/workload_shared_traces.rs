@@ -124,6 +124,29 @@ fn sglang_wait_on_an_untraced_event_is_found() {
     }
 }
 
+/// The one `hipGraphLaunch` runs 1.57 ms and its 544 kernels start while
+/// it still submits them: 74 are done before it returns, and a 274 µs gap
+/// between two of them lies inside the call. That gap is the call's (ROCm
+/// enqueues a graph's nodes from the host), not work queued and held by
+/// something outside the trace.
+#[test]
+fn sglang_gap_inside_the_graph_launch_is_the_calls() {
+    let a = analysis(SGLANG);
+    assert!(
+        findings(&a, "launch_delay_outliers").is_empty(),
+        "{:?}",
+        a["findings"]
+    );
+    let slow = findings(&a, "slow_runtime_calls");
+    assert_eq!(slow.len(), 1, "{:?}", a["findings"]);
+    assert!(ns(&slow[0]["idle_ns"]) > 280_000, "{}", slow[0]);
+    assert!(
+        slow[0]["hint"].as_str().unwrap().contains("launched 544 kernels"),
+        "{}",
+        slow[0]
+    );
+}
+
 /// Item 3. The capture trace records `hipStreamBeginCapture` ..
 /// `hipStreamEndCapture` (2.78–57.76 ms) and the graph's instantiation: a
 /// one-off setup, not a loop to speed up.

@@ -257,6 +257,57 @@ fn gaps_inside_a_running_graph_are_no_slow_call() {
     assert_eq!(slow, 10 * US, "{f:?}");
 }
 
+/// The same replay through `hipGraphLaunch`: ROCm enqueues a graph's nodes
+/// from the host inside the call, so while the call runs the next kernel
+/// is not known to be queued. A 150 µs gap inside it is the call's (the
+/// host still submitting), not work held by something outside the trace;
+/// through `cudaGraphLaunch` the same gap is queued work held that long.
+///
+/// ```text
+/// µs          0    10  20  30   40 ... 190  200  210      300 301
+/// stream 7    [k1]     [g1.]   [g2.]      [g3.]   [g4...]
+/// thread 1         [hipGraphLaunch c=5....................]
+/// ```
+#[test]
+fn gaps_inside_a_running_hip_graph_launch_are_the_calls() {
+    let replay = |api: &str| {
+        let mut t = Sketch::in_units(US);
+        t.o(0, 301, "ProfilerStep#1").call(0, 2, "hipLaunchKernel", 1);
+        t.call(10, 300, api, 5);
+        t.named_kernel("k", 7, 0, 8, 1);
+        t.named_kernel("g", 7, 20, 30, 5).named_kernel("g", 7, 40, 50, 5);
+        t.named_kernel("g", 7, 200, 210, 5)
+            .named_kernel("g", 7, 290, 301, 5);
+        t.finish()
+    };
+    let hip = replay("hipGraphLaunch");
+    let gap: Vec<Cause> = segments(&hip)
+        .into_iter()
+        .filter(|s| s.0 >= 50 && s.1 <= 200)
+        .map(|s| s.2)
+        .collect();
+    assert_eq!(gap, [Cause::LaunchOverhead]);
+    let f = findings(&hip);
+    assert!(find(&f, "launch_delay_outliers").is_none());
+    // The call's own finding says what the call was doing: 4 kernels in
+    // 290 µs.
+    let slow = find(&f, "slow_runtime_calls").expect("the call's D14");
+    assert!(
+        slow.hint
+            .contains("launched 4 kernels, 72.5 µs of host time each"),
+        "{}",
+        slow.hint
+    );
+    assert!(find(&findings(&replay("cudaGraphLaunch")), "launch_delay_outliers").is_some());
+    let cuda = replay("cudaGraphLaunch");
+    let gap: Vec<Cause> = segments(&cuda)
+        .into_iter()
+        .filter(|s| s.0 >= 50 && s.1 <= 200)
+        .map(|s| s.2)
+        .collect();
+    assert_eq!(gap, [Cause::Queued]);
+}
+
 /// Stream 3 is told to wait on an event nothing in the trace records;
 /// the kernel launched after the wait starts 468 µs after its launch.
 ///

@@ -365,7 +365,22 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             duration(idle)
         );
         let bare = api_name(&api);
-        let advice = if is_launch_api(bare) {
+        // The longest call's kernels, for a HIP graph launch (below).
+        let (longest_call, _) = calls
+            .iter()
+            .max_by_key(|&&(c, _)| (dur(c.index()), std::cmp::Reverse(c)))
+            .copied()
+            .expect("a group has calls");
+        let launched = cx.trace.links.runtime_gpu_count[longest_call.index()] as i64;
+        let advice = if bare.starts_with("hip") && bare.contains("GraphLaunch") && launched > 1 {
+            // ROCm enqueues a graph's nodes from the host inside the call
+            // (segments module docs): a long call is that submission, and
+            // the GPU, running the nodes faster, waits inside it.
+            format!(
+                "`{bare}` enqueues the graph's nodes from the host one by one inside the call:                  the longest call launched {launched} kernels, {} of host time each, and the GPU                  ran them faster than the call submitted them. A graph with fewer, larger nodes                  (fused kernels) is submitted sooner; the first replay of a graph also uploads                  it, so replay it once (or call `graph.upload()`) before the loop.",
+                duration(longest / launched)
+            )
+        } else if is_launch_api(bare) {
             let graph = if bare.contains("GraphLaunch") {
                 format!(
                     " The first replay of a {} graph also uploads it: replay it once (or call \
