@@ -129,6 +129,59 @@ fn sync_drain_then_dataloader_then_python() {
     assert_eq!((top.cause, top.idle_ns, top.count), (Dataloader, 20, 1));
 }
 
+/// [`sync_drain_then_dataloader_then_python`] with the DataLoader's
+/// `aten::stack` at 44-56 and two 1-unit views: its longest piece (12)
+/// is shorter than the DataLoader's time between operators (4 + 2 + 7 + 8
+/// = 21), so the gap names no operator, only the DataLoader range.
+#[test]
+fn a_gap_is_named_by_the_blame_with_the_most_time_not_the_longest_piece() {
+    let mut t = Sketch::new();
+    t.op(0, 100, "ProfilerStep#1").op(0, 99, "train.py(12): train");
+    t.op(0, 4, "aten::add").call(1, 3, "cudaLaunchKernel", 1);
+    t.op(5, 35, "aten::item").op(6, 35, "aten::_local_scalar_dense");
+    t.call(10, 35, "cudaStreamSynchronize", 0);
+    t.op_as(40, 75, DL, CpuOpKind::Operator).op(44, 56, "aten::stack");
+    t.op(58, 59, "aten::view").op(66, 67, "aten::view");
+    t.op(80, 92, "aten::conv").call(85, 90, "cudaLaunchKernel", 2);
+    t.kernel(7, 0, 25, 1).kernel(7, 90, 100, 2);
+    let tr = t.finish();
+    let a = attribute(&tr, 0, (0, 100));
+    let longest = idle_segments(&tr, 0, (0, 100))
+        .into_iter()
+        .filter(|s| s.cause == Dataloader)
+        .max_by_key(|s| s.dur())
+        .unwrap();
+    assert_eq!((longest.start, longest.end), (44, 56));
+    let g = &a.top_gaps[0];
+    assert_eq!((g.cause, g.operator.as_deref()), (Dataloader, None));
+    assert_eq!(g.annotation.as_deref(), Some(DL));
+}
+
+/// Two calls of one operator in one gap: two segments, one gap.
+///
+/// ```text
+/// time      0   10          50  60          95 98 100
+/// stream 7  [k1]                                  [k2]
+/// thread 1      [aten::linear][..][aten::linear....]
+///                                           [L]
+/// ```
+#[test]
+fn an_operators_gaps_are_counted_apart_from_its_segments() {
+    let mut t = Sketch::new();
+    t.op(0, 110, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(10, 50, "aten::linear");
+    t.op(60, 99, "aten::linear").call(95, 98, "cudaLaunchKernel", 2);
+    t.kernel(7, 0, 10, 1).kernel(7, 100, 110, 2);
+    let tr = t.finish();
+    let a = attribute(&tr, 0, (0, 110));
+    let linear = a
+        .top_idle_operators
+        .iter()
+        .find(|o| o.cause == CPU && o.operator.as_deref() == Some("aten::linear"))
+        .expect("the CPU-bound linear");
+    assert_eq!((linear.idle_ns, linear.count, linear.gaps), (40 + 35, 2, 1));
+}
+
 /// A device is idle only when every stream is: stream 9 keeps it busy
 /// while stream 7 waits.
 ///

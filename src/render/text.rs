@@ -190,7 +190,7 @@ fn culprits_table(out: &mut dyn Write, ops: &[TopIdleOperator]) -> io::Result<()
     for o in blamed {
         t.row([
             ms(o.idle_ns),
-            o.count.to_string(),
+            o.gaps.to_string(),
             o.cause.label().to_string(),
             culprit(o),
         ]);

@@ -38,7 +38,7 @@ pub struct IdleOperatorRow {
     pub idle_ms: String,
     /// Share of all devices' idle time.
     pub share_of_idle: String,
-    /// Number of idle segments.
+    /// Number of gaps it idled in, summed over devices.
     pub count: u64,
     /// Devices it occurred on, `0, 1`.
     pub devices: String,
@@ -158,7 +158,7 @@ pub fn idle_operators(a: &Analysis) -> SourcedTable<IdleOperatorRow> {
                 ))
                 .or_default();
             g.0 += o.idle_ns;
-            g.1 += o.count;
+            g.1 += o.gaps;
             g.2.push(d.device);
         }
     }
