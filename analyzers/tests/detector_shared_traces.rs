@@ -2,8 +2,9 @@
 //! every trace, no finding saves more than it explains, no finding explains
 //! more idle time than the device had, and the primary findings together
 //! claim at most the device's idle time; the ResNet-50 trace with a
-//! 0-worker DataLoader ranks the DataLoader stall first; and D13, D14 and
-//! D16 on the traces that hold their patterns.
+//! 0-worker DataLoader ranks the DataLoader stall first; syncs behind long
+//! copy calls are D5/D9, not D6; and D13, D14 and D16 on the traces that
+//! hold their patterns.
 
 mod shared_traces;
 use gapscope_analyzers::analysis::AnalyzeOptions;
@@ -246,6 +247,37 @@ fn a_wait_on_finished_work_is_no_finding() {
         &AnalyzeOptions::default(),
     );
     assert!(f.iter().all(|x| x.detector != "D13"), "{f:?}");
+}
+
+/// A blocking copy's sync starts 1 µs after its copy call returns, but
+/// the call itself can last milliseconds: ResNet-50's 19 MB pageable
+/// input batch (`cudaMemcpyAsync` 2.02 ms, then `cudaStreamSynchronize`
+/// in the same `aten::copy_`), trace_diff's `.item()` read behind a
+/// 4.7 ms `cudaMemcpyAsync`. Those syncs wait for their copy (D9, D5),
+/// they are not explicit synchronizations (D6).
+#[test]
+fn syncs_after_long_copy_calls_are_not_explicit_syncs() {
+    let f = shared_findings(
+        "kineto-tb-plugin/resnet50_num_workers_0.worker0.1623143089861.pt.trace.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    assert!(of(&f, "explicit_sync").is_empty(), "{f:?}");
+    let copy = of(&f, "synchronous_copy");
+    assert_eq!(copy.len(), 1, "{f:?}");
+    assert_eq!(copy[0].operator.as_deref(), Some("aten::to"));
+    assert!(copy[0].occurrences >= 12, "{:?}", copy[0]);
+
+    let f = shared_findings(
+        "hta/trace_diff/control/control.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let blamed = |x: &&Finding| matches!(x.operator.as_deref(), Some("aten::item" | "aten::to"));
+    assert!(!of(&f, "explicit_sync").iter().any(blamed), "{f:?}");
+    let reads = of(&f, "blocking_device_to_host_read");
+    assert!(
+        reads.iter().any(|x| x.operator.as_deref() == Some("aten::item")),
+        "{f:?}"
+    );
 }
 
 /// A trace without `cuda_sync` records: the waits are found from the

@@ -368,6 +368,42 @@ fn d9_near_miss_without_sync() {
     assert!(find(&f, "synchronous_copy").is_none());
 }
 
+/// D9, a blocking `.to()` of 19 MB from pageable memory: the copy call is
+/// staged for 2 ms, and the sync starts 1 µs after it returns (ResNet-50's
+/// input batch in the tb-plugin trace). The pair is measured from the copy
+/// call's end, not its start.
+///
+/// ```text
+/// µs          0    30  40     1990     2041 2042  2050  2060 62 64 66   2080
+/// stream 7    [k1...]                 [HtoD 19 MB....]              [k2...]
+/// thread 1    [L1] [aten::to.......................................]
+///                   [MemcpyAsync.............][StreamSync......]
+///                                                        [L2]
+/// ```
+fn long_blocking_copy() -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 2100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(40, 2060, "aten::to").op(40, 2060, "aten::copy_");
+    t.call(40, 2041, "cudaMemcpyAsync", 2)
+        .call(2042, 2060, "cudaStreamSynchronize", 0);
+    t.call(2062, 2064, "cudaLaunchKernel", 3);
+    t.kernel(7, 0, 30, 1)
+        .copy(7, 1990, 2050, 2, CopyKind::HtoD)
+        .memory(MemKind::Pageable, MemKind::Device, 19_000_000)
+        .kernel(7, 2066, 2080, 3);
+    t.findings()
+}
+
+#[test]
+fn d9_blocking_copy_whose_call_outlasts_the_pair_window() {
+    let f = long_blocking_copy();
+    assert!(find(&f, "explicit_sync").is_none(), "{f:?}");
+    let x = find(&f, "synchronous_copy").expect("D9");
+    // The sync's wait, from the copy's end (2050) to its return (2060).
+    assert_eq!((x.idle_ns, x.occurrences), (10 * US, 1));
+    assert_eq!(x.operator.as_deref(), Some("aten::to"));
+}
+
 /// D8: a 4 MB copy from (`src`) host memory is staged inside its call while
 /// the GPU waits.
 ///

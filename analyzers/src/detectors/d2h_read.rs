@@ -11,11 +11,12 @@
 //! piece (sync)                        [.........]   claimed by D5
 //! ```
 //!
-//! Evidence: a `sync` piece whose blocking call is, or follows within
-//! [`COPY_SYNC_PAIR_NS`](super::COPY_SYNC_PAIR_NS) on its thread, a
-//! device→host copy. Threshold: at least [`NOISE_NS`](super::NOISE_NS) of
-//! idle per call site (TraceLens's noise floor). Attribution: the outermost
-//! operator around the blocking call (`aten::item`) and its source line.
+//! Evidence: a `sync` piece whose blocking call is, or starts within
+//! [`COPY_SYNC_PAIR_NS`](super::COPY_SYNC_PAIR_NS) after the return of, a
+//! call on its thread that issued a device→host copy. Threshold: at least
+//! [`NOISE_NS`](super::NOISE_NS) of idle per call site (TraceLens's noise
+//! floor). Attribution: the outermost operator around the blocking call
+//! (`aten::item`) and its source line.
 //! Savings: replay with those calls no longer waiting (the read deferred or
 //! moved off the critical path), capped at the idle claimed plus the drain
 //! after each read (the rest of its gap, while the host launches again:

@@ -12,10 +12,10 @@
 //! piece (sync)                                     [....]          D9
 //! ```
 //!
-//! Evidence: a `sync` piece whose paired copy (its own, or a copy call on
-//! its thread at most 50 µs before it) is not a device→host read (D5) nor a
-//! tiny host→device copy (D7); or a piece inside a non-`Async` copy/memset
-//! call. Host→device copies of 64 KB or less are excluded (they return
+//! Evidence: a `sync` piece whose paired copy (its own, or that of a copy
+//! call on its thread that returned at most 50 µs before it started) is
+//! not a device→host read (D5) nor a tiny host→device copy (D7); or a
+//! piece inside a non-`Async` copy/memset call. Host→device copies of 64 KB or less are excluded (they return
 //! before the copy completes; nsys's rule does the same). Threshold:
 //! [`NOISE_NS`](super::NOISE_NS) per call site. Savings: replay without
 //! the waits (the copy issued `non_blocking` from pinned memory, one sync

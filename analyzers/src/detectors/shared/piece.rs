@@ -30,9 +30,11 @@ pub(crate) const TINY_COPY_BYTES: u64 = 16;
 pub(crate) const SMALL_HTOD_BYTES: u64 = 64 * 1024;
 /// HTA's `runtime_cutoff`: a runtime call longer than 50 µs is an outlier.
 pub(crate) const SLOW_CALL_NS: Ns = 50_000;
-/// A copy call this close before a sync (TraceLens/HTA 50 µs runtime scale)
-/// is the copy the sync waits for: PyTorch's blocking `.to()` is
-/// `cudaMemcpyAsync` + `cudaStreamSynchronize` (docs/detectors.md, D9).
+/// A copy call that returned this close before a sync started
+/// (TraceLens/HTA 50 µs runtime scale) is the copy the sync waits for:
+/// PyTorch's blocking `.to()` is `cudaMemcpyAsync` + `cudaStreamSynchronize`
+/// (docs/detectors.md, D9). Timed from the call's end: a pageable copy's
+/// call can last milliseconds.
 pub(crate) const COPY_SYNC_PAIR_NS: Ns = 50_000;
 
 /// One piece of an idle segment: the segment cut at the edges of the

@@ -11,6 +11,11 @@ use gapscope_collectors::trace::{CallRow, CopyKind, GpuKind, GpuRow, MemKind, Ns
 
 pub(crate) use super::piece::*;
 
+/// How many calls [`Cx::paired_copy`] walks back over: the calls other
+/// threads started while the copy call ran sit between it and its sync
+/// (ours; a bound, not a measure: on the shared traces a handful).
+const PAIR_SCAN_CALLS: usize = 4096;
+
 impl Cx<'_> {
     /// Cuts [`Cx::segs`] at the edges of the calls of interest (they are
     /// already split at the edges of lazy kernel loading, whose time D16's
@@ -174,14 +179,18 @@ impl Cx<'_> {
         let rt = &self.trace.runtime;
         let (start, thread) = (rt.start[call.index()], rt.thread[call.index()]);
         let k = rt.start.partition_point(|&s| s < start);
-        // A copy call and its sync are adjacent on one thread; a few calls
-        // of other threads may sit between them in start order.
-        for r in (0..k).rev().take(64) {
-            if rt.start[r] < start - COPY_SYNC_PAIR_NS - SLOW_CALL_NS {
-                break;
-            }
-            if rt.thread[r] != thread || rt.end[r] < start - COPY_SYNC_PAIR_NS {
+        // The pair is timed from the copy call's end: a pageable copy's
+        // call is staged for as long as the copy (2 ms for ResNet-50's
+        // 19 MB batch), so its start can lie far before the sync. Calls of
+        // one thread follow each other, so walking back, the first call of
+        // this thread that ended before the pair window ends the search;
+        // other threads' calls in between are skipped, up to a bound.
+        for r in (0..k).rev().take(PAIR_SCAN_CALLS) {
+            if rt.thread[r] != thread {
                 continue;
+            }
+            if rt.end[r] < start - COPY_SYNC_PAIR_NS {
+                break;
             }
             if let Some(row) = copy(self.call_gpu[r]) {
                 return Some(row);
