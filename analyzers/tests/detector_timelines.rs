@@ -668,6 +668,105 @@ fn d13_near_miss_nothing_ends_when_the_consumer_starts() {
     assert!(find(&f, "cross_stream_wait").is_none());
 }
 
+/// D13 with a row queued on stream 7 after the wait: `aten::addmm`'s GEMM
+/// was launched before the wait call and ends at 100; `aten::mul`'s kernel
+/// was launched at 20, after the wait, and runs behind it until 110. The
+/// consumer starts at `c`. The event stream 9 waits on was recorded before
+/// the wait call, so it cannot be behind the late kernel, however close
+/// its end is to the consumer's start (trace_diff's NCCL waits named a
+/// memset launched 0.5 ms after the wait).
+///
+/// ```text
+/// µs          0 1 2       11 12 13 14 15 20 21      100   110   c
+/// stream 7      [GEMM (addmm)..........................][late]
+/// stream 9        [k1.....]                                     [consumer]
+/// thread 1    [L]  [L]  [record][wait][L consumer][L late]
+/// ```
+fn wait_with_a_later_launch(c: Ns) -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    t.op(0, c + 20, "ProfilerStep#1");
+    t.op(0, 1, "aten::addmm").call(0, 1, "cudaLaunchKernel", 1);
+    t.call(1, 2, "cudaLaunchKernel", 2)
+        .call(11, 12, "cudaEventRecord", 40)
+        .call(12, 13, "cudaStreamWaitEvent", 41)
+        .call(14, 15, "cudaLaunchKernel", 3);
+    t.op(20, 21, "aten::mul").call(20, 21, "cudaLaunchKernel", 4);
+    t.named_kernel(GEMM, 7, 2, 100, 1)
+        .kernel(9, 2, 10, 2)
+        .named_kernel("late_mul_kernel", 7, 100, 110, 4)
+        .kernel(9, c, c + 10, 3);
+    t.findings()
+}
+
+#[test]
+fn d13_producer_was_launched_before_the_wait() {
+    // The consumer starts 2 µs after the late kernel, 12 µs after the GEMM:
+    // both within the slack; the GEMM is the producer.
+    let f = wait_with_a_later_launch(112);
+    let x = find(&f, "cross_stream_wait").expect("D13");
+    assert!(x.hint.contains(GEMM), "{}", x.hint);
+    assert!(!x.hint.contains("late_mul_kernel"), "{}", x.hint);
+    assert_eq!(x.operator.as_deref(), Some("aten::addmm"));
+    assert_eq!(x.explained_ns, 97 * US);
+}
+
+#[test]
+fn d13_near_miss_only_work_queued_after_the_wait_ends_in_time() {
+    // The consumer starts 15 µs after the late kernel but 25 µs after the
+    // GEMM: nothing it can wait on ended within the slack.
+    let f = wait_with_a_later_launch(125);
+    assert!(f.iter().all(|x| x.detector != "D13"), "{f:?}");
+}
+
+/// D13 over two waiting streams: stream 9 waits twice on a GEMM of stream
+/// 7 (launched by `aten::addmm`, 56 and 55 µs), stream 11 once on a copy of
+/// stream 8 (launched by `aten::to`, 80 µs). The finding names its
+/// heaviest (waiting stream, producer) pair, stream 9 on the GEMM, so the
+/// operator it names must be the GEMM's, though the copy is the single
+/// producer waited on longest.
+///
+/// ```text
+/// µs          0  5           65  70      95 100    125 130
+/// stream 7       [GEMM........][GEMM...............]
+/// stream 9                     [c1]                [c2]
+/// stream 8       [copy (to)..............]
+/// stream 11                              [c3]
+/// thread 1    [L][L][copy] [wait][L c1][wait][L c2][wait][L c3]
+/// ```
+fn waits_of_two_streams() -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 300, "ProfilerStep#1");
+    t.op(0, 5, "aten::addmm")
+        .call(0, 1, "cudaLaunchKernel", 1)
+        .call(1, 2, "cudaLaunchKernel", 2);
+    t.op(5, 6, "aten::to").call(5, 6, "cudaMemcpyAsync", 3);
+    // Stream 9: wait, consumer; twice.
+    t.call(7, 8, "cudaStreamWaitEvent", 40)
+        .call(8, 9, "cudaLaunchKernel", 4)
+        .call(10, 11, "cudaStreamWaitEvent", 41)
+        .call(11, 12, "cudaLaunchKernel", 5);
+    // Stream 11: wait, consumer.
+    t.call(13, 14, "cudaStreamWaitEvent", 42)
+        .call(14, 15, "cudaLaunchKernel", 6);
+    t.named_kernel(GEMM, 7, 5, 65, 1)
+        .named_kernel(GEMM, 7, 65, 125, 2)
+        .kernel(9, 65, 70, 4)
+        .kernel(9, 125, 130, 5)
+        .copy(8, 5, 95, 3, CopyKind::HtoD)
+        .memory(MemKind::Pinned, MemKind::Device, 1 << 20)
+        .kernel(11, 95, 100, 6);
+    t.findings()
+}
+
+#[test]
+fn d13_names_the_operator_of_the_producer_it_names() {
+    let f = waits_of_two_streams();
+    let x = find(&f, "cross_stream_wait").expect("D13");
+    assert!(x.hint.contains(GEMM), "{}", x.hint);
+    assert_eq!(x.operator.as_deref(), Some("aten::addmm"), "{}", x.hint);
+    assert!(x.hint.contains("(launched by `aten::addmm`)"), "{}", x.hint);
+}
+
 #[test]
 fn d13_near_miss_host_event_sync_is_not_a_stream_wait() {
     let f = stream_wait(GEMM, 100, 0, WaitBy::HostEventSync, 14);

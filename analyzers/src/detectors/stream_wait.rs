@@ -32,8 +32,13 @@
 //! returned, the previous row on its stream had ended, the wait was
 //! issued), and a row of another stream of the device (the *producer*)
 //! ended within [`PRODUCER_SLACK_NS`] before the consumer started. The
-//! waited span is ready → consumer start; a consumer is counted once
-//! however many waits precede it.
+//! producer's launch call started before the wait call (before the
+//! consumer's launch when the trace has no wait call): the event was
+//! recorded before the wait was issued, so work queued after it cannot be
+//! what it waits for, however close its end is to the consumer's start;
+//! when no such row ended in time, no wait is counted. The waited span is
+//! ready → consumer start; a consumer is counted once however many waits
+//! precede it.
 //!
 //! Findings, both context (`primary: false`): `communication_wait` when
 //! the producer is a collective (NCCL/RCCL: communication exposed on the
@@ -43,7 +48,9 @@
 //! of it when the whole device was idle, and the saving is not estimable
 //! (it depends on whether the producer can start earlier or be split).
 //! Waits of several streams at once count the device idle under them once.
-//! Attribution: the operator that launched the producer.
+//! Attribution: the operator that launched the producer the finding names
+//! (that of its heaviest waiting stream, producer stream and producer
+//! name).
 
 use super::{Cx, Draft, Evidence, MAX_EVIDENCE, NOISE_NS};
 use crate::format::{duration, times};
@@ -52,9 +59,11 @@ use gapscope_collectors::trace::{CallRow, FxHashMap, FxHashSet, GpuKind, GpuRow,
 
 /// Longest time from the producer's end to the consumer's start for the
 /// one to have held the other (ours, measured on the shared traces: waits
-/// resume 0–19 µs after the producer ends in nccl_data, trace_diff and
-/// alexnet, while a stream gap with no wait behind it ends milliseconds
-/// after the last row of another stream).
+/// resume 0–19 µs after a producer launched before the wait ends in
+/// nccl_data, trace_diff and alexnet, while a stream gap with no wait
+/// behind it ends milliseconds after the last row of another stream).
+/// Four NCCL waits of trace_diff's control rank resume 33–38 µs after
+/// theirs and are not counted.
 pub const PRODUCER_SLACK_NS: Ns = 20_000;
 
 /// How far to look for the consumer: calls of the waiting thread after the
@@ -143,18 +152,19 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
         if start - ready < NOISE_NS || seen.contains(&k) {
             continue;
         }
-        // The producer: the row of another stream that ended last by then.
+        // The producer: the row of another stream that ended last by then,
+        // within the slack, among those the wait can be on.
         let j = by_end.partition_point(|&r| g.end[r.index()] <= start);
+        let cutoff = queued_before(cx, &w, k);
         let Some(&p) = by_end[..j]
             .iter()
             .rev()
-            .take(LOOKAHEAD)
-            .find(|&&r| g.stream[r.index()] != w.stream)
+            .take_while(|&&r| start - g.end[r.index()] <= PRODUCER_SLACK_NS)
+            .find(|&&r| g.stream[r.index()] != w.stream && launched_before(cx, r, cutoff))
         else {
             continue;
         };
-        let p_end = g.end[p.index()];
-        if start - p_end > PRODUCER_SLACK_NS || p_end <= ready {
+        if g.end[p.index()] <= ready {
             continue;
         }
         seen.insert(k);
@@ -171,6 +181,29 @@ pub(super) fn detect(cx: &Cx) -> Vec<Draft> {
         .into_iter()
         .flatten()
         .collect()
+}
+
+/// The time a producer must have been launched before for `w` to wait on
+/// it: the event a stream waits on is recorded before the wait is issued,
+/// behind work already queued, so work launched after the wait call (or,
+/// without one, after the consumer's launch) cannot be what it waits for.
+/// `None` when the trace links neither to a call.
+pub(super) fn queued_before(cx: &Cx, w: &Wait, consumer: GpuRow) -> Option<Ns> {
+    let t = cx.trace;
+    w.call
+        .or(t.links.gpu_launch[consumer.index()])
+        .map(|c| t.runtime.start[c.index()])
+}
+
+/// Whether row `r`'s launch call started before `cutoff`; a row whose
+/// launch the trace does not link, or a wait with no cutoff, cannot be
+/// ruled out.
+pub(super) fn launched_before(cx: &Cx, r: GpuRow, cutoff: Option<Ns>) -> bool {
+    let t = cx.trace;
+    match (t.links.gpu_launch[r.index()], cutoff) {
+        (Some(l), Some(c)) => t.runtime.start[l.index()] < c,
+        _ => true,
+    }
 }
 
 /// Waits known only from their runtime call: the stream is that of the
@@ -262,9 +295,16 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
     let producer: String = t.strings.get(StrId(pname)).chars().take(80).collect();
     let count = found.len();
     let blame = {
-        // The producer's launching operator, weighted by waiting time.
+        // The launching operator of the producer the text names, weighted
+        // by waiting time: the heaviest producer row of every wait could be
+        // another stream's or kernel's, and the hint would say the named
+        // producer was "launched by" an operator that launched other work.
         let mut w: FxHashMap<GpuRow, Ns> = FxHashMap::default();
         for x in &found {
+            let p = x.producer.index();
+            if (g.stream[x.consumer.index()], g.stream[p], g.name[p].0) != (s, ps, pname) {
+                continue;
+            }
             *w.entry(x.producer).or_default() += x.span.1 - x.span.0;
         }
         let (&row, _) = w.iter().max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))?;

@@ -19,15 +19,16 @@
 //! whose held row's stream was told to wait after the previous row of that
 //! stream was launched and before the held row was. The device was idle
 //! up to the row's start, so no work of its own released it; when a row of
-//! another device ended within [`PRODUCER_SLACK_NS`] before it, the hint
-//! names that row as the likely producer.
+//! another device, launched before the wait call, ended within
+//! [`PRODUCER_SLACK_NS`] before it, the hint names that row as the likely
+//! producer.
 //!
 //! Primary: the idle time is the wait's. Attribution: the operator that
 //! issued the wait. Savings: not estimable (the producer is not in the
 //! trace).
 
 use super::runtime_outliers::held_rows;
-use super::stream_wait::{waits, Wait, PRODUCER_SLACK_NS};
+use super::stream_wait::{launched_before, queued_before, waits, Wait, PRODUCER_SLACK_NS};
 use super::{Cx, Draft, Evidence, MAX_EVIDENCE};
 use crate::format::{duration, times};
 use gapscope_collectors::trace::{GpuRow, Ns};
@@ -107,7 +108,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
         .take(80)
         .collect();
     let start = g.start[longest.row.index()];
-    let elsewhere = other_device_producer(cx, start)
+    let elsewhere = other_device_producer(cx, start, queued_before(cx, &longest.wait, longest.row))
         .map(|(d, name)| {
             format!(
                 " Work on GPU {d} (`{name}`) ended just before it started: that device's work is the \
@@ -169,13 +170,15 @@ fn previous_launch(cx: &Cx, row: GpuRow) -> Ns {
         })
 }
 
-/// A busy row of another device that ended within [`PRODUCER_SLACK_NS`]
-/// before `start`: its device and name.
-fn other_device_producer(cx: &Cx, start: Ns) -> Option<(u32, String)> {
+/// A busy row of another device, launched before `cutoff` (the wait
+/// cannot be on work queued after it), that ended within
+/// [`PRODUCER_SLACK_NS`] before `start`: its device and name.
+fn other_device_producer(cx: &Cx, start: Ns, cutoff: Option<Ns>) -> Option<(u32, String)> {
     let g = &cx.trace.gpu;
     (0..g.len())
         .filter(|&i| g.device[i] != cx.device && g.is_busy(i))
         .filter(|&i| g.end[i] <= start && start - g.end[i] <= PRODUCER_SLACK_NS)
+        .filter(|&i| launched_before(cx, GpuRow::new(i), cutoff))
         .max_by_key(|&i| g.end[i])
         .map(|i| {
             (
