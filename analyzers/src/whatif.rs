@@ -63,6 +63,7 @@
 use crate::evidence::DeviceEvidence;
 use crate::intervals::{union, Span};
 use crate::names::{is_memcpy_api, is_stream_sync_api};
+use crate::segments::QUEUED_AFTER_NS;
 use gapscope_collectors::trace::{CallRow, FxHashMap, GpuKind, GpuRow, Ns, ThreadId, Trace};
 use std::cell::Cell;
 use std::sync::Mutex;
@@ -226,6 +227,12 @@ pub struct Replay<'t> {
     g_delay: Vec<Ns>,
     g_prev: Vec<u32>,
     g_stream_lag: Vec<Ns>,
+    /// Per GPU node: held by something outside the trace (it started more
+    /// than [`QUEUED_AFTER_NS`] after it was queued: its launch call had
+    /// returned and its stream neighbour had ended). What held it is not
+    /// in the trace, so no edit of the trace moves it earlier: its recorded
+    /// start is a floor in every replay.
+    g_held: Vec<bool>,
     /// Per stream: its GPU nodes in order.
     stream_nodes: Vec<Vec<u32>>,
     events: Vec<PackedEv>,
@@ -374,6 +381,7 @@ impl<'t> Replay<'t> {
         }
         let mut g_delay = vec![0; gpu_row.len()];
         let mut g_stream_lag = vec![0; gpu_row.len()];
+        let mut g_held = vec![false; gpu_row.len()];
         for i in 0..gpu_row.len() {
             let p = g_prev[i];
             let waited_for_launch = p == NO_NODE || gs(i) > ge(p as usize);
@@ -386,10 +394,31 @@ impl<'t> Replay<'t> {
                 } else {
                     since_call.min(ce(c) - cs(c))
                 };
+                let queued = ce(c).max(if p == NO_NODE { Ns::MIN } else { ge(p as usize) });
+                g_held[i] = gs(i) - queued > QUEUED_AFTER_NS;
             }
             if p != NO_NODE {
                 let gap = gs(i) - ge(p as usize);
                 g_stream_lag[i] = if c != NO_NODE { gap.min(0) } else { gap };
+            }
+        }
+
+        // Held only on an idle device, as the `queued` cause is: a row
+        // that waited while other streams' rows ran may have waited for
+        // them (a stream waiting on an event), which the trace does show.
+        if g_held.iter().any(|&h| h) {
+            let busy = union((0..gpu_row.len()).map(|i| (gs(i), ge(i))).collect());
+            for (i, held) in g_held.iter_mut().enumerate().filter(|(_, h)| **h) {
+                let (start, c) = (gs(i), g_launch[i] as usize);
+                let p = g_prev[i];
+                let queued = ce(c).max(if p == NO_NODE { Ns::MIN } else { ge(p as usize) });
+                let k = busy.partition_point(|s| s.0 < start);
+                *held = match k.checked_sub(1).map(|k| busy[k].1) {
+                    // Something ran up to its start.
+                    Some(end) if end >= start => false,
+                    // The device went idle at `idle_from`.
+                    idle_from => start - queued.max(idle_from.unwrap_or(Ns::MIN)) > QUEUED_AFTER_NS,
+                };
             }
         }
 
@@ -490,6 +519,7 @@ impl<'t> Replay<'t> {
             g_delay,
             g_prev,
             g_stream_lag,
+            g_held,
             stream_nodes,
             events,
             start_pos,
@@ -803,8 +833,8 @@ impl<'t> Replay<'t> {
                         start = start.max(st.ge[prev as usize] + lag);
                     }
                     let gs = self.gs(i);
-                    if start == Ns::MIN {
-                        start = gs;
+                    if start == Ns::MIN || self.g_held[i] {
+                        start = start.max(gs);
                     }
                     st.gs[i] = start;
                     let recorded = self.ge(i) - gs;
@@ -903,6 +933,7 @@ impl<'t> Replay<'t> {
             self.g_delay,
             self.g_prev,
             self.g_stream_lag,
+            self.g_held,
             self.stream_nodes,
             self.events,
             self.start_pos,

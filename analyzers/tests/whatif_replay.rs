@@ -125,3 +125,74 @@ fn removing_cpu_time_moves_a_waiting_launch() {
     assert_eq!(o.gpu_span(GpuRow::new(1)), Some((35, 55)));
     assert_eq!(r.savings(&edit), 20);
 }
+
+/// [`removing_cpu_time_moves_a_waiting_launch`] with k2 held: launched at
+/// 50..55, it starts 500 µs after its call returned, on an idle device
+/// with its stream free. Nothing in the trace held it (the vLLM HIP-graph
+/// trace's first copy, launched at 0.53 ms, starts at 8.37 ms), so no edit
+/// of the trace makes it start earlier: removing the Python before its
+/// launch saves nothing.
+///
+/// ```text
+/// ns          0    20             50 55           500_055     500_075
+/// stream 7    [k1..]                               [k2.........]
+/// thread 1    [L1]  [python......][L2]
+/// ```
+#[test]
+fn work_held_outside_the_trace_does_not_move_earlier() {
+    let mut sketch = Sketch::new();
+    let th = sketch.thread();
+    let t = sketch
+        .call(0, 5, "cudaLaunchKernel", 1)
+        .call(50, 55, "cudaLaunchKernel", 2)
+        .kernel(7, 0, 20, 1)
+        .kernel(7, 500_055, 500_075, 2)
+        .finish();
+    let ev = DeviceEvidence::new(&t, 0);
+    let r = Replay::new(&t, 0, (0, 500_075), &ev);
+    let edit = Edit {
+        remove_cpu: vec![(th, (20, 40))],
+        ..Edit::default()
+    };
+    let o = r.run(&edit);
+    assert_eq!(o.call_span(CallRow::new(1)), Some((30, 35)));
+    assert_eq!(o.gpu_span(GpuRow::new(1)), Some((500_055, 500_075)));
+    assert_eq!(r.savings(&edit), 0);
+    // Near miss: held 90 µs (under the 100 µs of QUEUED_AFTER_NS) it is
+    // launch latency, and moves with its launch.
+    let mut sketch = Sketch::new();
+    let th = sketch.thread();
+    let t = sketch
+        .call(0, 5, "cudaLaunchKernel", 1)
+        .call(50, 55, "cudaLaunchKernel", 2)
+        .kernel(7, 0, 20, 1)
+        .kernel(7, 90_055, 90_075, 2)
+        .finish();
+    let ev = DeviceEvidence::new(&t, 0);
+    let r = Replay::new(&t, 0, (0, 90_075), &ev);
+    let edit = Edit {
+        remove_cpu: vec![(th, (20, 40))],
+        ..Edit::default()
+    };
+    assert_eq!(r.savings(&edit), 20);
+    // Near miss: held as long, but while stream 9 ran until 15 µs before
+    // it started (a stream waiting on an event of the other stream, which
+    // the trace shows): not held by something outside the trace, and it
+    // moves with its launch.
+    let mut sketch = Sketch::new();
+    let th = sketch.thread();
+    let t = sketch
+        .call(0, 5, "cudaLaunchKernel", 1)
+        .call(50, 55, "cudaLaunchKernel", 2)
+        .kernel(7, 0, 20, 1)
+        .kernel(9, 60, 500_040, 3)
+        .kernel(7, 500_055, 500_075, 2)
+        .finish();
+    let ev = DeviceEvidence::new(&t, 0);
+    let r = Replay::new(&t, 0, (0, 500_075), &ev);
+    let edit = Edit {
+        remove_cpu: vec![(th, (20, 40))],
+        ..Edit::default()
+    };
+    assert_eq!(r.savings(&edit), 20);
+}
