@@ -353,6 +353,36 @@ fn d7_scalar_host_to_device_copy() {
     assert!(find(&f, "synchronous_copy").is_none());
 }
 
+/// D7 without a sync: an 8-byte copy from pinned memory issued while the
+/// GPU is idle (the B200 vLLM trace's attention metadata). The host never
+/// waits for the GPU, and the hint does not say it does.
+///
+/// ```text
+/// µs          0    10 12 14           28 29 30 31 33 35      45
+/// stream 7    [k1....]                   [HtoD]       [k2......]
+/// thread 1    [L1]     [aten::copy_.........]
+///                         [MemcpyAsync...]       [L2]
+/// ```
+#[test]
+fn d7_an_asynchronous_tiny_copy_does_not_wait() {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(12, 30, "aten::copy_").call(14, 28, "cudaMemcpyAsync", 2);
+    t.call(31, 33, "cudaLaunchKernel", 3);
+    t.kernel(7, 0, 10, 1)
+        .copy(7, 29, 30, 2, CopyKind::HtoD)
+        .memory(MemKind::Pinned, MemKind::Device, 8)
+        .kernel(7, 35, 45, 3);
+    let f = t.findings();
+    let x = find(&f, "scalar_host_to_device_copy").expect("D7");
+    assert!(x.hint.contains("do not wait for the GPU"), "{}", x.hint);
+    assert!(!x.hint.contains("waits for the GPU every call"), "{}", x.hint);
+    // With the sync, the copy does wait.
+    let f = host_copy(8, true);
+    let x = find(&f, "scalar_host_to_device_copy").expect("D7");
+    assert!(x.hint.contains("waits for the GPU every call"), "{}", x.hint);
+}
+
 #[test]
 fn d7_near_miss_a_real_tensor_is_d9() {
     let f = host_copy(4096, true);

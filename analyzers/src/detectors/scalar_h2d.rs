@@ -45,15 +45,29 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 duration(g.idle_ns)
             );
             let per = cx.per_step();
-            let hint = format!(
-                "{place} turns a host number into a CUDA tensor (`torch.tensor(x, device=\"cuda\")` \
-                 or similar), a copy that waits for the GPU every call: {} idle {per}. Do the \
-                 scalar math on the host (`math.sqrt(d)` instead of \
-                 `torch.sqrt(torch.tensor(d, device=\"cuda\"))`), pass the Python number \
-                 straight to the tensor op (`x * scale`), or create the constant once on the \
-                 device outside the loop.",
-                duration(g.idle_ns / cx.n_steps())
-            );
+            let per_step = duration(g.idle_ns / cx.n_steps());
+            // Only a sync after the copy makes the host wait for the GPU;
+            // an asynchronous copy (pinned memory, no sync: B200's vLLM
+            // metadata) idles the GPU only while the host issues it.
+            let waits = g.pieces.iter().any(|&i| cx.piece(i).cause == Cause::Sync);
+            let hint = if waits {
+                format!(
+                    "{place} turns a host number into a CUDA tensor (`torch.tensor(x, device=\"cuda\")` \
+                     or similar), a copy that waits for the GPU every call: {per_step} idle {per}. Do \
+                     the scalar math on the host (`math.sqrt(d)` instead of \
+                     `torch.sqrt(torch.tensor(d, device=\"cuda\"))`), pass the Python number \
+                     straight to the tensor op (`x * scale`), or create the constant once on the \
+                     device outside the loop."
+                )
+            } else {
+                format!(
+                    "{place} copies a few bytes from the host to the GPU each call. The copies do \
+                     not wait for the GPU (no synchronization follows them), but the GPU has \
+                     nothing to run while the host issues them: {per_step} idle {per}. Keep the \
+                     value on the device (compute it there, or update a device tensor in place), \
+                     or gather such small host values into one tensor copied once per step."
+                )
+            };
             let mut d = cx.sync_draft(g, "D7", "scalar_host_to_device_copy", title, hint);
             d.drain_ns = cx.drain_after(&g.pieces);
             remove_copy_ops(cx, g, &mut d);
