@@ -503,6 +503,27 @@ fn a_compiled_region_gets_compiled_code_advice() {
     assert!(!h.contains("compile the region"), "{h}");
 }
 
+/// An optimizer's `aten::_foreach_add_` spends most of its host time in
+/// short views before it launches (HTA's nccl_data `Optimizer.step#SGD.step`:
+/// `_foreach_mul_` and `_foreach_add_`, 9 launches): that is the operator's
+/// dispatch, not "operators that launch nothing".
+#[test]
+fn views_inside_a_launching_operator_are_its_dispatch() {
+    let mut t = Sketch::in_units(US);
+    t.o(0, 700, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.o(10, 504, "aten::_foreach_add_");
+    for i in 0..48 {
+        let s = 12 + 10 * i as Ns;
+        t.o(s, s + 9, "aten::view");
+    }
+    t.call(500, 502, "cudaLaunchKernel", 2);
+    t.named_kernel("k0", 7, 0, 8, 1)
+        .named_kernel("k1", 7, 510, 520, 2);
+    let h = cpu_bound_hint(&findings(&t.finish()));
+    assert!(h.contains("These operators launch GPU work"), "{h}");
+    assert!(!h.contains("launch nothing"), "{h}");
+}
+
 #[test]
 fn a_custom_operator_gets_custom_operator_advice() {
     let h = cpu_bound_hint(&busy_op("vllm::moe_forward", true, &[]));

@@ -588,16 +588,22 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
                 }
             }
             op_total += d;
+            let name = ops.name[op.index()];
+            let outer = cx.outer_operator(Some(op));
             if cx.ops.launches[op.index()] {
+                launching += d;
+            } else if allocation_name.test(t.strings.get(name), name) {
+                host_only_ops.insert(op);
+                allocating += d;
+            } else if outer.is_some_and(|o| cx.ops.launches[o.index()]) {
+                // The views and shape checks inside an operator that
+                // launches (`aten::_foreach_add_`, DDP's
+                // `unflatten_dense_tensors`) are part of dispatching it.
                 launching += d;
             } else {
                 host_only_ops.insert(op);
-                let name = ops.name[op.index()];
-                if allocation_name.test(t.strings.get(name), name) {
-                    allocating += d;
-                }
             }
-            *by_op.entry(cx.outer_operator(Some(op))).or_default() += d;
+            *by_op.entry(outer).or_default() += d;
         }
     }
     let top = by_op
