@@ -83,7 +83,7 @@
 //! runtime enqueues a graph's nodes from the host one by one inside the
 //! call, so while the call runs the rest of the graph is not known to be
 //! submitted (TraceLens' SGLang decode on MI300X: a 1.57 ms call, 74 of
-//! its 544 kernels done before it returns, and a 274 µs gap inside it
+//! its 544 kernels started before it returns, and a 274 µs gap inside it
 //! between two of them). There, as for any launch, the device waits for
 //! the call until it returns.
 //!

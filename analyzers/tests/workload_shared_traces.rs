@@ -125,7 +125,7 @@ fn sglang_wait_on_an_untraced_event_is_found() {
 }
 
 /// The one `hipGraphLaunch` runs 1.57 ms and its 544 kernels start while
-/// it still submits them: 74 are done before it returns, and a 274 µs gap
+/// it still submits them: 74 start before it returns, and a 274 µs gap
 /// between two of them lies inside the call. That gap is the call's (ROCm
 /// enqueues a graph's nodes from the host), not work queued and held by
 /// something outside the trace.
