@@ -28,6 +28,7 @@ use crate::names::{
     is_annotation_name, is_dataloader_name, is_frame, is_profiler_name, is_step_name, is_warmup_name,
     user_frame,
 };
+use crate::window::step_number;
 use gapscope_collectors::trace::FxHashMap;
 use gapscope_collectors::trace::{CpuOpKind, Ns, OpRow, StrId, Strings, Trace};
 
@@ -87,8 +88,7 @@ pub fn begins_after_earlier_steps(trace: &Trace) -> bool {
     (0..ops.len())
         .filter(|&i| ops.kind[i] == CpuOpKind::ProfilerStep)
         .min_by_key(|&i| (ops.start[i], i))
-        .and_then(|i| trace.strings.get(ops.name[i]).strip_prefix("ProfilerStep#"))
-        .and_then(|n| n.trim().parse::<u64>().ok())
+        .and_then(|i| step_number(trace.strings.get(ops.name[i])))
         .is_some_and(|n| n >= 1)
 }
 

@@ -382,6 +382,12 @@ impl<'t> Replay<'t> {
         let mut g_delay = vec![0; gpu_row.len()];
         let mut g_stream_lag = vec![0; gpu_row.len()];
         let mut g_held = vec![false; gpu_row.len()];
+        // When launched node `i` (launch call `c`) was queued: its call had
+        // returned and its stream neighbour had ended.
+        let queued_at = |i: usize, c: usize| {
+            let p = g_prev[i];
+            ce(c).max(if p == NO_NODE { Ns::MIN } else { ge(p as usize) })
+        };
         for i in 0..gpu_row.len() {
             let p = g_prev[i];
             let waited_for_launch = p == NO_NODE || gs(i) > ge(p as usize);
@@ -394,8 +400,7 @@ impl<'t> Replay<'t> {
                 } else {
                     since_call.min(ce(c) - cs(c))
                 };
-                let queued = ce(c).max(if p == NO_NODE { Ns::MIN } else { ge(p as usize) });
-                g_held[i] = gs(i) - queued > QUEUED_AFTER_NS;
+                g_held[i] = gs(i) - queued_at(i, c) > QUEUED_AFTER_NS;
             }
             if p != NO_NODE {
                 let gap = gs(i) - ge(p as usize);
@@ -409,9 +414,7 @@ impl<'t> Replay<'t> {
         if g_held.iter().any(|&h| h) {
             let busy = union((0..gpu_row.len()).map(|i| (gs(i), ge(i))).collect());
             for (i, held) in g_held.iter_mut().enumerate().filter(|(_, h)| **h) {
-                let (start, c) = (gs(i), g_launch[i] as usize);
-                let p = g_prev[i];
-                let queued = ce(c).max(if p == NO_NODE { Ns::MIN } else { ge(p as usize) });
+                let (start, queued) = (gs(i), queued_at(i, g_launch[i] as usize));
                 let k = busy.partition_point(|s| s.0 < start);
                 *held = match k.checked_sub(1).map(|k| busy[k].1) {
                     // Something ran up to its start.

@@ -86,17 +86,25 @@ fn cpu_inside_an_operator_then_launch_overhead() {
 ///                                                                       [L2..]
 /// gap                              25[sync..][fw][dataloader.......][fw][cpu][launch]90
 /// ```
-#[test]
-fn sync_drain_then_dataloader_then_python() {
+/// The timeline above, with `inside` the DataLoader range's operators.
+fn sync_then_dataloader(inside: &[(Ns, Ns, &str)]) -> Trace {
     let mut t = Sketch::new();
     t.op(0, 100, "ProfilerStep#1").op(0, 99, "train.py(12): train");
     t.op(0, 4, "aten::add").call(1, 3, "cudaLaunchKernel", 1);
     t.op(5, 35, "aten::item").op(6, 35, "aten::_local_scalar_dense");
     t.call(10, 35, "cudaStreamSynchronize", 0);
-    t.op_as(40, 75, DL, CpuOpKind::Operator).op(50, 70, "aten::stack");
+    t.op_as(40, 75, DL, CpuOpKind::Operator);
+    for &(s, e, name) in inside {
+        t.op(s, e, name);
+    }
     t.op(80, 92, "aten::conv").call(85, 90, "cudaLaunchKernel", 2);
     t.kernel(7, 0, 25, 1).kernel(7, 90, 100, 2);
-    let tr = t.finish();
+    t.finish()
+}
+
+#[test]
+fn sync_drain_then_dataloader_then_python() {
+    let tr = sync_then_dataloader(&[(50, 70, "aten::stack")]);
     check(
         &tr,
         (0, 100),
@@ -135,16 +143,11 @@ fn sync_drain_then_dataloader_then_python() {
 /// = 21), so the gap names no operator, only the DataLoader range.
 #[test]
 fn a_gap_is_named_by_the_blame_with_the_most_time_not_the_longest_piece() {
-    let mut t = Sketch::new();
-    t.op(0, 100, "ProfilerStep#1").op(0, 99, "train.py(12): train");
-    t.op(0, 4, "aten::add").call(1, 3, "cudaLaunchKernel", 1);
-    t.op(5, 35, "aten::item").op(6, 35, "aten::_local_scalar_dense");
-    t.call(10, 35, "cudaStreamSynchronize", 0);
-    t.op_as(40, 75, DL, CpuOpKind::Operator).op(44, 56, "aten::stack");
-    t.op(58, 59, "aten::view").op(66, 67, "aten::view");
-    t.op(80, 92, "aten::conv").call(85, 90, "cudaLaunchKernel", 2);
-    t.kernel(7, 0, 25, 1).kernel(7, 90, 100, 2);
-    let tr = t.finish();
+    let tr = sync_then_dataloader(&[
+        (44, 56, "aten::stack"),
+        (58, 59, "aten::view"),
+        (66, 67, "aten::view"),
+    ]);
     let a = attribute(&tr, 0, (0, 100));
     let longest = idle_segments(&tr, 0, (0, 100))
         .into_iter()

@@ -93,6 +93,34 @@ fn removing_a_sync_drain_moves_the_following_work_by_the_gap() {
     assert_eq!(r.savings(&edit), 30);
 }
 
+/// k1 on stream 7 (0..20) launched at 0..5, k2 on stream 7 launched at
+/// 50..55 and running `k2` (and, with `other`, a kernel on stream 9 that no
+/// call of the trace launched); the replay of the whole, and the edit that
+/// removes the thread's CPU time 20..40 (the Python before k2's launch).
+fn python_before_a_launch(k2: (Ns, Ns), other: Option<(Ns, Ns)>) -> (Trace, Edit) {
+    let mut sketch = Sketch::new();
+    let th = sketch.thread();
+    sketch
+        .call(0, 5, "cudaLaunchKernel", 1)
+        .call(50, 55, "cudaLaunchKernel", 2)
+        .kernel(7, 0, 20, 1);
+    if let Some((s, e)) = other {
+        sketch.kernel(9, s, e, 3);
+    }
+    let t = sketch.kernel(7, k2.0, k2.1, 2).finish();
+    let edit = Edit {
+        remove_cpu: vec![(th, (20, 40))],
+        ..Edit::default()
+    };
+    (t, edit)
+}
+
+/// The replay of device 0 of `t` up to its last GPU row's end.
+fn replay_of(t: &Trace) -> Replay<'_> {
+    let end = t.gpu.end.iter().copied().max().unwrap_or(0);
+    Replay::new(t, 0, (0, end), &DeviceEvidence::new(t, 0))
+}
+
 /// Removing CPU time before a launch moves the launch and, when the kernel
 /// waited for it, the kernel; the stream still orders work.
 ///
@@ -106,20 +134,8 @@ fn removing_a_sync_drain_moves_the_following_work_by_the_gap() {
 /// ```
 #[test]
 fn removing_cpu_time_moves_a_waiting_launch() {
-    let mut sketch = Sketch::new();
-    let th = sketch.thread();
-    let t = sketch
-        .call(0, 5, "cudaLaunchKernel", 1)
-        .call(50, 55, "cudaLaunchKernel", 2)
-        .kernel(7, 0, 20, 1)
-        .kernel(7, 55, 75, 2)
-        .finish();
-    let ev = DeviceEvidence::new(&t, 0);
-    let r = Replay::new(&t, 0, (0, 75), &ev);
-    let edit = Edit {
-        remove_cpu: vec![(th, (20, 40))],
-        ..Edit::default()
-    };
+    let (t, edit) = python_before_a_launch((55, 75), None);
+    let r = replay_of(&t);
     let o = r.run(&edit);
     assert_eq!(o.call_span(CallRow::new(1)), Some((30, 35)));
     assert_eq!(o.gpu_span(GpuRow::new(1)), Some((35, 55)));
@@ -140,59 +156,20 @@ fn removing_cpu_time_moves_a_waiting_launch() {
 /// ```
 #[test]
 fn work_held_outside_the_trace_does_not_move_earlier() {
-    let mut sketch = Sketch::new();
-    let th = sketch.thread();
-    let t = sketch
-        .call(0, 5, "cudaLaunchKernel", 1)
-        .call(50, 55, "cudaLaunchKernel", 2)
-        .kernel(7, 0, 20, 1)
-        .kernel(7, 500_055, 500_075, 2)
-        .finish();
-    let ev = DeviceEvidence::new(&t, 0);
-    let r = Replay::new(&t, 0, (0, 500_075), &ev);
-    let edit = Edit {
-        remove_cpu: vec![(th, (20, 40))],
-        ..Edit::default()
-    };
+    let (t, edit) = python_before_a_launch((500_055, 500_075), None);
+    let r = replay_of(&t);
     let o = r.run(&edit);
     assert_eq!(o.call_span(CallRow::new(1)), Some((30, 35)));
     assert_eq!(o.gpu_span(GpuRow::new(1)), Some((500_055, 500_075)));
     assert_eq!(r.savings(&edit), 0);
     // Near miss: held 90 µs (under the 100 µs of QUEUED_AFTER_NS) it is
     // launch latency, and moves with its launch.
-    let mut sketch = Sketch::new();
-    let th = sketch.thread();
-    let t = sketch
-        .call(0, 5, "cudaLaunchKernel", 1)
-        .call(50, 55, "cudaLaunchKernel", 2)
-        .kernel(7, 0, 20, 1)
-        .kernel(7, 90_055, 90_075, 2)
-        .finish();
-    let ev = DeviceEvidence::new(&t, 0);
-    let r = Replay::new(&t, 0, (0, 90_075), &ev);
-    let edit = Edit {
-        remove_cpu: vec![(th, (20, 40))],
-        ..Edit::default()
-    };
-    assert_eq!(r.savings(&edit), 20);
+    let (t, edit) = python_before_a_launch((90_055, 90_075), None);
+    assert_eq!(replay_of(&t).savings(&edit), 20);
     // Near miss: held as long, but while stream 9 ran until 15 µs before
     // it started (a stream waiting on an event of the other stream, which
     // the trace shows): not held by something outside the trace, and it
     // moves with its launch.
-    let mut sketch = Sketch::new();
-    let th = sketch.thread();
-    let t = sketch
-        .call(0, 5, "cudaLaunchKernel", 1)
-        .call(50, 55, "cudaLaunchKernel", 2)
-        .kernel(7, 0, 20, 1)
-        .kernel(9, 60, 500_040, 3)
-        .kernel(7, 500_055, 500_075, 2)
-        .finish();
-    let ev = DeviceEvidence::new(&t, 0);
-    let r = Replay::new(&t, 0, (0, 500_075), &ev);
-    let edit = Edit {
-        remove_cpu: vec![(th, (20, 40))],
-        ..Edit::default()
-    };
-    assert_eq!(r.savings(&edit), 20);
+    let (t, edit) = python_before_a_launch((500_055, 500_075), Some((60, 500_040)));
+    assert_eq!(replay_of(&t).savings(&edit), 20);
 }

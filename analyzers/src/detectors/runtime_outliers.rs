@@ -343,7 +343,14 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         let u = usual_of[&name];
         let api = cx.trace.strings.get(name).to_string();
         let calls = calls_of(cx, &pieces);
-        let longest = calls.iter().map(|&(c, _)| dur(c.index())).max().unwrap_or(0);
+        // The longest call (the earliest of equals): its length, and its
+        // kernels for a HIP graph launch (below).
+        let (longest_call, _) = calls
+            .iter()
+            .max_by_key(|&&(c, _)| (dur(c.index()), std::cmp::Reverse(c)))
+            .copied()
+            .expect("a group has calls");
+        let longest = dur(longest_call.index());
         let blame = call_blame(cx, &calls);
         let place = cx.where_(&blame.0, &blame.2);
         let per_step = duration(idle / cx.n_steps());
@@ -365,12 +372,6 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             duration(idle)
         );
         let bare = api_name(&api);
-        // The longest call's kernels, for a HIP graph launch (below).
-        let (longest_call, _) = calls
-            .iter()
-            .max_by_key(|&&(c, _)| (dur(c.index()), std::cmp::Reverse(c)))
-            .copied()
-            .expect("a group has calls");
         let launched = cx.trace.links.runtime_gpu_count[longest_call.index()] as i64;
         let advice = if bare.starts_with("hip") && bare.contains("GraphLaunch") && launched > 1 {
             // ROCm enqueues a graph's nodes from the host inside the call
