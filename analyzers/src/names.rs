@@ -216,15 +216,27 @@ pub fn names_a_collective(name: &str) -> bool {
 /// cuDNN names carry the MMA shape after a precision letter (`s16816gemm`,
 /// `h884`, `i8816`), CUTLASS kernels say `tensorop`, Hopper ones
 /// `gmma`/`wgmma`, and NVIDIA's `xmma`/`hmma`/`wmma` kernels name the
-/// instruction. A name is all a trace has: a kernel whose name says none of
-/// this may still use Tensor Cores (Triton kernels, for one).
+/// instruction. cuBLAS's Hopper and Blackwell GEMMs are `nvjet_*`
+/// (warpgroup MMA). On AMD, Tensile/hipBLASLt GEMMs (`Cijk_...`) name their
+/// matrix-core (MFMA) instruction as `MI16x16x1`, and Composable Kernel's
+/// as `xdl`. 8- and 4-bit floats (`E4m3`, `E5m2`, `E2m1`) exist only on
+/// Tensor/matrix cores, so a GEMM or attention kernel in those types uses
+/// them (TensorRT-LLM's `bmm_MxE4m3_...`, `fmhaSm100aKernel_QkvE4m3...`).
+/// A name is all a trace has: a kernel whose name says none of this may
+/// still use Tensor Cores (Triton kernels, for one).
 pub fn is_tensor_core_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    const WORDS: [&str; 8] = ["tensorop", "xmma", "hmma", "wmma", "gmma", "imma", "mma_", "_mma"];
+    const WORDS: [&str; 9] = [
+        "tensorop", "xmma", "hmma", "wmma", "gmma", "imma", "mma_", "_mma", "nvjet_",
+    ];
     const SHAPES: [&str; 9] = [
         "884", "1688", "16816", "8816", "16832", "1684", "16x8x16", "16x8x8", "64x8x16",
     ];
     WORDS.iter().any(|w| n.contains(w))
+        || names_mfma_instruction(&n)
+        || (n.contains("xdl") && (n.contains("gemm") || n.contains("conv")))
+        || (["e4m3", "e5m2", "e2m1"].iter().any(|t| n.contains(t))
+            && ["gemm", "bmm", "fmha", "attention"].iter().any(|k| n.contains(k)))
         || SHAPES.iter().any(|s| {
             n.match_indices(s).any(|(i, _)| {
                 // A shape follows a precision letter (h884, s1688, i8816).
@@ -232,6 +244,21 @@ pub fn is_tensor_core_name(name: &str) -> bool {
                 before.is_some_and(|c| matches!(c, 'h' | 's' | 'i' | 'f' | 'x' | 'd' | 'b' | 'c' | '_'))
             })
         })
+}
+
+/// Tensile's matrix-instruction token in a lowercased name: `_mi` then
+/// three numbers joined by `x` (`_mi16x16x1_`, `_mi32x32x8_`).
+fn names_mfma_instruction(lower: &str) -> bool {
+    lower.match_indices("_mi").any(|(i, _)| {
+        let dims = lower[i + 3..].split(|c: char| !c.is_ascii_alphanumeric()).next();
+        dims.is_some_and(|d| {
+            let parts: Vec<&str> = d.split('x').collect();
+            parts.len() == 3
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+    })
 }
 
 /// Step: a `ProfilerStep#N` range, one training step.
@@ -454,6 +481,11 @@ mod tests {
             "void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8>(Params)",
             "sm90_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas_gmma",
             "volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc2nchw_tn_v1",
+            "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT",
+            "Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64_MI16x16x1_SN_LDSB1_AFC1",
+            "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN",
+            "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext",
+            "void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3<ck::half_t>>()",
         ] {
             assert!(is_tensor_core_name(n), "{n}");
         }
@@ -463,6 +495,11 @@ mod tests {
             "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
             "Memcpy HtoD (Pageable -> Device)",
             "implicit_convolve_sgemm",
+            // Tensile without a matrix instruction, a token that only looks
+            // like one, and an 8-bit-float kernel that multiplies nothing.
+            "Cijk_Ailk_Bljk_SB_MT64x64x8_SE_K1",
+            "Cijk_Ailk_Bljk_SB_MT64x64x8_MIN_x_K1",
+            "void tensorrt_llm::kernels::quantize_with_block_size<__nv_fp8_e4m3>(int)",
         ] {
             assert!(!is_tensor_core_name(n), "{n}");
         }

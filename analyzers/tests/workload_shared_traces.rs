@@ -451,3 +451,36 @@ fn the_tracelens_traces_are_present() {
         );
     }
 }
+
+/// The GEMMs of B200 (cuBLAS `nvjet_*`, TensorRT-LLM's fp4/fp8 `bmm_Mx…`,
+/// `fmhaSm100aKernel_QkvE4m3…`) and of MI300X (Tensile's `Cijk_…_MI16x16x1_…`)
+/// name their Tensor/matrix-core instructions; a share of 0 on either said
+/// the opposite of what the kernel names show.
+#[test]
+fn b200_and_mi300x_gemms_count_as_tensor_core_kernels() {
+    for (rel, top_gemm) in [
+        (
+            "tracelens/b200/eager_trace.json.gz",
+            "bmm_MxE4m3_MxE2m1MxE4m3_Fp32",
+        ),
+        (
+            "tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+            "Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64_MI16x16x1",
+        ),
+    ] {
+        let a = analysis(rel);
+        let share = a["devices"][0]["tensor_core_share"].as_f64().unwrap();
+        assert!(share > 0.35, "{rel}: tensor_core_share {share}");
+        let rows = a["kernels"]["rows"].as_array().unwrap();
+        let gemm = rows
+            .iter()
+            .find(|r| r["name"].as_str().unwrap().starts_with(top_gemm))
+            .unwrap_or_else(|| panic!("{rel}: no {top_gemm} row"));
+        assert_eq!(gemm["tensor_core"], true, "{rel}: {top_gemm}");
+        // Elementwise kernels stay off the list.
+        assert!(rows
+            .iter()
+            .filter(|r| r["name"].as_str().unwrap().contains("elementwise_kernel"))
+            .all(|r| r["tensor_core"] == false));
+    }
+}
