@@ -948,6 +948,37 @@ fn d14_launch_delay_on_an_idle_gpu() {
     assert!(x.evidence.iter().any(|e| e.kind == "gpu"));
 }
 
+/// D14: the trace's first work on the device waits 300 µs on a GPU that
+/// looks idle, with nothing before it that could hold it. The profiler
+/// drops GPU work that began before its capture, so the hint puts that
+/// first; a held row after recorded work (`queued`) does not say it.
+///
+/// ```text
+/// µs          0  2                  302    322
+/// stream 7       (queued)           [k1....]
+/// thread 1    [L1]
+/// ```
+#[test]
+fn d14_first_recorded_work_may_wait_for_work_before_the_capture() {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 330, "ProfilerStep#1")
+        .op(0, 2, "aten::copy_")
+        .call(0, 2, "cudaLaunchKernel", 1);
+    t.kernel(7, 302, 322, 1);
+    let f = t.findings();
+    let x = find(&f, "launch_delay_outliers").expect("D14");
+    assert_eq!(x.idle_ns, 300 * US);
+    assert!(
+        x.hint.contains("first work the trace records on this GPU")
+            && x.hint.contains("before the profiler started"),
+        "{}",
+        x.hint
+    );
+    let later = queued(200, false);
+    let y = find(&later, "launch_delay_outliers").expect("D14");
+    assert!(!y.hint.contains("before the profiler started"), "{}", y.hint);
+}
+
 #[test]
 fn d14_near_miss_short_launch_delay() {
     assert!(find(&queued(60, false), "launch_delay_outliers").is_none());

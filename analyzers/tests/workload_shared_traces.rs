@@ -100,6 +100,10 @@ fn vllm_graph_execution_queued_work_is_its_own_cause() {
     assert_eq!(delay.len(), 1);
     assert!(delay[0]["operator"].is_null(), "{}", delay[0]);
     assert!(ns(&delay[0]["idle_ns"]) > 7_700_000, "{}", delay[0]);
+    // The held copy is the first GPU work the trace records: the previous
+    // step's graph, launched before the capture, is the likeliest hold.
+    let hint = delay[0]["hint"].as_str().unwrap();
+    assert!(hint.contains("first work the trace records"), "{hint}");
 }
 
 /// Item 2. Stream 3 is told to wait on an event (`hipStreamWaitEvent` at

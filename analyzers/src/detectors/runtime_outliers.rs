@@ -514,10 +514,27 @@ fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             duration(idle),
             duration(longest)
         );
+        // Kineto drops GPU work that began before its capture did, so a
+        // device that looks idle before its first recorded row may still
+        // be running work launched earlier (the previous step's kernels or
+        // graph): the likeliest hold of the trace's first work.
+        let first_on_device = cx
+            .busy
+            .first()
+            .is_some_and(|&r| t.gpu.start[r.index()] == t.gpu.start[first.row.index()]);
+        let lead = if first_on_device {
+            "outside the trace. It is the first work the trace records on this GPU, so the \
+             likeliest hold is GPU work launched before the profiler started (the previous \
+             step's kernels or graph, for one): the profiler does not record GPU work that began \
+             before its capture did. Call `torch.cuda.synchronize()` before the profiler starts \
+             recording to see the step's own start. Other holds outside the trace:"
+        } else {
+            "outside the trace:"
+        };
         let hint = format!(
             "`{what}`{launched_by} was queued when `{api}` returned, the GPU had nothing else to \
              run, yet it started {} later; launched work normally starts within a few \
-             microseconds. Nothing the host did held it, so the cause is outside the trace: a \
+             microseconds. Nothing the host did held it, so the cause is {lead} a \
              stream waiting on an event of another process, device or stream that is not \
              recorded, another process or container running on this GPU (check {}), a host \
              callback (`{}`) on the stream, or GPU work missing from the trace (a sampled or \
