@@ -29,6 +29,7 @@ use crate::names::{
     user_frame,
 };
 use crate::window::step_number;
+use crate::workload::Workload;
 use gapscope_collectors::trace::FxHashMap;
 use gapscope_collectors::trace::{CpuOpKind, Ns, OpRow, StrId, Strings, Trace};
 
@@ -64,6 +65,9 @@ pub struct OpContext {
     /// Time spent in blocking calls (waiting for the GPU) inside each row
     /// that made any ([`blocked_in_ops`]): not the operator's own cost.
     pub blocked: FxHashMap<OpRow, Ns>,
+    /// What the trace shows the program doing (training or not): one fact
+    /// for the whole trace, which hints read to give the advice that applies.
+    pub workload: Workload,
 }
 
 /// A first call is warm-up when it takes more than this many times the
@@ -208,6 +212,7 @@ impl OpContext {
             first_call_own: Vec::new(),
             launches: launching_rows(trace),
             blocked: blocked_in_ops(trace),
+            workload: Workload::of(trace),
         };
         cx.first_call = first_calls(trace, &cx.blocked);
         cx.first_call_own = cx.first_call.clone();

@@ -33,6 +33,7 @@ pub mod strip;
 pub mod temporal;
 pub mod whatif;
 pub mod window;
+pub mod workload;
 
 pub use analysis::{Analysis, AnalyzeOptions};
 pub use assemble::analyze;

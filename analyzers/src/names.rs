@@ -307,6 +307,25 @@ pub fn is_dataloader_name(name: &str) -> bool {
     (name.contains("DataLoader") || name.contains("DataPipe")) && name.contains("__next__")
 }
 
+/// Backward: an autograd node, which only runs in a backward pass: the
+/// engine's `autograd::engine::evaluate_function: AddmmBackward0` wrapper,
+/// or the node itself (`AddmmBackward0`; PyTorch 1.8 wrote `AddmmBackward`;
+/// a custom `torch.autograd.Function` gives `All2All_Pooled_WaitBackward`).
+pub fn is_backward_name(name: &str) -> bool {
+    if name.starts_with("autograd::engine::evaluate_function:") {
+        return true;
+    }
+    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    stem.ends_with("Backward") && !name.contains([' ', ':', '.', '/'])
+}
+
+/// Optimizer: the ranges `torch.optim` records around a step and around
+/// zeroing gradients (`Optimizer.step#SGD.step`,
+/// `Optimizer.zero_grad#SGD.zero_grad`).
+pub fn is_optimizer_name(name: &str) -> bool {
+    name.starts_with("Optimizer.step#") || name.starts_with("Optimizer.zero_grad#")
+}
+
 /// Profiler: the profiler's own work: CUPTI buffer handling, profiler
 /// overhead, and Python frames of `torch/profiler/`.
 pub fn is_profiler_name(name: &str) -> bool {
@@ -359,6 +378,31 @@ pub fn display_source(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backward_and_optimizer_names() {
+        for n in [
+            "autograd::engine::evaluate_function: AddmmBackward0",
+            "AddmmBackward0",
+            "ClampBackward1",
+            "TBackward",
+            "All2All_Pooled_WaitBackward",
+        ] {
+            assert!(is_backward_name(n), "{n}");
+        }
+        for n in [
+            "aten::addmm",
+            "## backward ##",
+            "torch/autograd/__init__.py(199): backward",
+            "nn.Module: MyBackward",
+        ] {
+            assert!(!is_backward_name(n), "{n}");
+        }
+        assert!(is_optimizer_name("Optimizer.step#SGD.step"));
+        assert!(is_optimizer_name("Optimizer.zero_grad#SGD.zero_grad"));
+        assert!(!is_optimizer_name("optimizer"));
+        assert!(!is_optimizer_name("Optimizer.__init__"));
+    }
 
     #[test]
     fn warmup_and_allocation_names() {

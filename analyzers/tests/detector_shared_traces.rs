@@ -403,3 +403,112 @@ fn a_slow_allocation_gets_allocator_advice() {
     assert!(empty.hint.contains("only allocate"), "{}", empty.hint);
     assert!(!empty.hint.contains("compute on the CPU"), "{}", empty.hint);
 }
+
+const B200: &str = "tracelens/b200/eager_trace.json.gz";
+
+/// The b200 trace's runtime calls that hold a `Lazy Function Loading`
+/// record, found here from the raw rows: the record (filed under pid -1,
+/// no thread) lies inside the call's span.
+fn calls_holding_lazy_loading(t: &Trace) -> Vec<usize> {
+    let m = &t.markers;
+    let lazy: Vec<(i64, i64)> = (0..m.len())
+        .filter(|&i| t.strings.get(m.name[i]) == "Lazy Function Loading")
+        .map(|i| (m.start[i], m.end[i]))
+        .collect();
+    let rt = &t.runtime;
+    (0..rt.len())
+        .filter(|&c| lazy.iter().any(|&(s, e)| rt.start[c] <= s && e <= rt.end[c]))
+        .collect()
+}
+
+/// Three `cudaLaunchKernel` calls (141.5 µs, 82.2 µs, 55.3 µs against a
+/// usual 6.6 µs) each hold a `Lazy Function Loading` record: they are
+/// first launches loading their kernel's module, D16's warm-up, and D14
+/// no longer calls them slow or descheduled.
+#[test]
+fn b200_launches_that_load_their_module_are_warm_up() {
+    let path = shared().join(B200);
+    let t = import_file(&path, &ImportOptions::default()).expect("the b200 trace");
+    let loading = calls_holding_lazy_loading(&t);
+    assert!(!loading.is_empty());
+    assert!(loading
+        .iter()
+        .all(|&c| t.strings.get(t.runtime.name[c]) == "cudaLaunchKernel"));
+    let f = analyze(&t, &AnalyzeOptions::default()).findings;
+    for x in f.iter().filter(|x| x.detector == "D14") {
+        let rows: Vec<u32> = x
+            .evidence
+            .iter()
+            .filter(|e| e.kind == "runtime")
+            .filter_map(|e| e.row)
+            .collect();
+        assert!(loading.iter().all(|&c| !rows.contains(&(c as u32))), "{x:?}");
+    }
+    assert!(of(&f, "slow_runtime_calls").is_empty(), "{f:?}");
+    let warm = of(&f, "first_call_warmup");
+    assert_eq!(warm.len(), 1);
+    let said = format!("{} calls to `cudaLaunchKernel`", loading.len());
+    assert!(warm[0].hint.contains(&said), "{}", warm[0].hint);
+    assert!(
+        warm[0].hint.contains("not a slow or descheduled call"),
+        "{}",
+        warm[0].hint
+    );
+}
+
+/// TraceLens' inference traces hold no backward node and no optimizer
+/// range (checked in the raw events): their hints give no training advice.
+#[test]
+fn hints_on_traces_without_backward_give_no_training_advice() {
+    let f = shared_findings(B200, &AnalyzeOptions::default());
+    let comm = of(&f, "exposed_communication");
+    assert_eq!(comm.len(), 1);
+    let h = &comm[0].hint;
+    assert!(!h.contains("bucket_cap_mb") && !h.contains("In training"), "{h}");
+    assert!(h.contains("no backward pass or optimizer step"), "{h}");
+    assert!(h.contains("tensor-parallel forward pass"), "{h}");
+    let prof = of(&f, "profiler_overhead");
+    assert!(!prof[0].hint.contains("training"), "{}", prof[0].hint);
+    for rel in [
+        "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        "tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz",
+    ] {
+        let f = shared_findings(rel, &AnalyzeOptions::default());
+        let reads = of(&f, "blocking_device_to_host_read");
+        assert!(!reads.is_empty(), "{rel}");
+        for x in reads {
+            assert!(!x.hint.contains("losses"), "{rel}: {}", x.hint);
+        }
+        for x in &f {
+            assert!(!x.hint.contains("training"), "{rel}: {}", x.hint);
+        }
+    }
+}
+
+/// The DLRM ranks train (autograd nodes, `Optimizer.step#`): D15 advises
+/// overlapping with backward and says nothing of tensor-parallel
+/// inference.
+#[test]
+fn hints_on_training_traces_keep_training_advice() {
+    let f = shared_findings(
+        "param/dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let comm = of(&f, "exposed_communication");
+    assert_eq!(comm.len(), 1);
+    let h = &comm[0].hint;
+    assert!(
+        h.contains("In training, let communication overlap backward"),
+        "{h}"
+    );
+    assert!(!h.contains("tensor-parallel"), "{h}");
+    let reads = shared_findings(
+        "hta/trace_diff/control/control.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let reads = of(&reads, "blocking_device_to_host_read");
+    assert!(
+        reads.iter().any(|x| x.hint.contains("accumulate losses")),
+        "{reads:?}"
+    );
+}

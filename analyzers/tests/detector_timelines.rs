@@ -245,6 +245,11 @@ fn item_read(ret_us: Ns) -> Vec<Finding> {
 
 /// [`item_read`] with L2 at `launch_us`..+2 and k2 from `k2_us`.
 fn item_read_then_launch(ret_us: Ns, launch_us: Ns, k2_us: Ns) -> Vec<Finding> {
+    item_read_sketch(ret_us, launch_us, k2_us).findings()
+}
+
+/// The timeline of [`item_read_then_launch`], to draw more on.
+fn item_read_sketch(ret_us: Ns, launch_us: Ns, k2_us: Ns) -> Sketch {
     let mut t = Sketch::in_units(US);
     t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(10, ret_us, "aten::item")
@@ -256,7 +261,7 @@ fn item_read_then_launch(ret_us: Ns, launch_us: Ns, k2_us: Ns) -> Vec<Finding> {
         .copy(7, 50, 51, 2, CopyKind::DtoH)
         .memory(MemKind::Device, MemKind::Pinned, 8)
         .kernel(7, k2_us, 80, 3);
-    t.findings()
+    t
 }
 
 #[test]
@@ -523,6 +528,11 @@ fn d10_near_miss_one_round_trip() {
 /// thread 1    [L1]  [DataLoader#__next__.][L2]
 /// ```
 fn dataloader(d: Ns) -> Vec<Finding> {
+    dataloader_sketch(d).findings()
+}
+
+/// The timeline of [`dataloader`], to draw more on.
+fn dataloader_sketch(d: Ns) -> Sketch {
     let mut t = Sketch::in_units(US);
     t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(
@@ -532,7 +542,7 @@ fn dataloader(d: Ns) -> Vec<Finding> {
     );
     t.call(10 + d, 12 + d, "cudaLaunchKernel", 2);
     t.kernel(7, 0, 10, 1).kernel(7, 15 + d, 100, 2);
-    t.findings()
+    t
 }
 
 #[test]
@@ -601,6 +611,11 @@ enum WaitBy {
 ///                                        ^ ready 15
 /// ```
 fn stream_wait(producer: &str, p: Ns, slack: Ns, by: WaitBy, consumer_launch: Ns) -> Vec<Finding> {
+    stream_wait_sketch(producer, p, slack, by, consumer_launch).findings()
+}
+
+/// The timeline of [`stream_wait`], to draw more on.
+fn stream_wait_sketch(producer: &str, p: Ns, slack: Ns, by: WaitBy, consumer_launch: Ns) -> Sketch {
     let mut t = Sketch::in_units(US);
     let c = p + slack;
     t.op(0, c + 20, "ProfilerStep#1");
@@ -625,7 +640,7 @@ fn stream_wait(producer: &str, p: Ns, slack: Ns, by: WaitBy, consumer_launch: Ns
     t.named_kernel(producer, 7, 2, p, 1)
         .kernel(9, 2, 10, 2)
         .kernel(9, c.max(l + 2), c.max(l + 2) + 10, 3);
-    t.findings()
+    t
 }
 
 const GEMM: &str = "ampere_sgemm_128x64_nn";
@@ -859,6 +874,12 @@ fn d14_near_miss_quick_malloc() {
 /// idle                                   [fw][slow_runtime_calls..][lo]
 /// ```
 fn launches(usual: Ns, slow: Ns) -> Vec<Finding> {
+    launches_sketch(usual, slow).findings()
+}
+
+/// The timeline of [`launches`], to draw more on; the slow call is at
+/// 10 × (`usual` + 5) µs.
+fn launches_sketch(usual: Ns, slow: Ns) -> Sketch {
     let mut t = Sketch::in_units(US);
     let mut at = 0;
     for i in 0..10 {
@@ -870,7 +891,7 @@ fn launches(usual: Ns, slow: Ns) -> Vec<Finding> {
         .call(at, at + slow, "cudaLaunchKernel", 100)
         .kernel(7, at + slow + 2, at + slow + 10, 100);
     t.op(0, at + slow + 10, "ProfilerStep#1");
-    t.findings()
+    t
 }
 
 #[test]
@@ -999,12 +1020,17 @@ fn d14_near_miss_queued_behind_busy_work() {
 /// thread 1    [L1]                 [L2]
 /// ```
 fn profiler(marker: (Ns, Ns)) -> Vec<Finding> {
+    profiler_sketch(marker).findings()
+}
+
+/// The timeline of [`profiler`], to draw more on.
+fn profiler_sketch(marker: (Ns, Ns)) -> Sketch {
     let mut t = Sketch::in_units(US);
     t.op(0, 60, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.call(40, 42, "cudaLaunchKernel", 2)
         .profiler_overhead(marker.0, marker.1);
     t.kernel(7, 0, 10, 1).kernel(7, 50, 60, 2);
-    t.findings()
+    t
 }
 
 #[test]
@@ -1403,4 +1429,191 @@ fn d17_gaps_inside_a_graph_replay() {
         x.hint
     );
     assert!(!x.hint.contains("replay the step as CUDA graphs"), "{}", x.hint);
+}
+
+// Hints speak to the workload the trace shows (docs/detectors.md,
+// Workload): training advice where a backward node or optimizer range is
+// in the trace, none where CPU operators are recorded and none of them is
+// one, both where no CPU operator is recorded.
+
+/// A CPU row that shows training, drawn at 3–8 µs (or `at`) where the
+/// timelines below keep the GPU busy and the thread free.
+const BACKWARD: &str = "autograd::engine::evaluate_function: AddmmBackward0";
+
+#[test]
+fn d5_scalar_read_advice_follows_the_workload() {
+    // `aten::item` is a CPU operator and nothing is a backward node.
+    let f = item_read(60);
+    let x = find(&f, "blocking_device_to_host_read").expect("D5");
+    assert!(!x.hint.contains("losses"), "{}", x.hint);
+    assert!(x.hint.contains("as a CUDA tensor"), "{}", x.hint);
+    let mut t = item_read_sketch(60, 62, 66);
+    t.op(3, 8, "Optimizer.zero_grad#SGD.zero_grad");
+    let f = t.findings();
+    let x = find(&f, "blocking_device_to_host_read").expect("D5");
+    assert!(x.hint.contains("accumulate losses"), "{}", x.hint);
+}
+
+#[test]
+fn d13_communication_wait_advice_follows_the_workload() {
+    // No CPU operator at all: the trace cannot tell, both as before.
+    let f = stream_wait(ALL_REDUCE, 100, 0, WaitBy::Record, 14);
+    let x = find(&f, "communication_wait").expect("D13");
+    assert!(x.hint.contains("bucket_cap_mb"), "{}", x.hint);
+    // An operator and no backward: no DDP/FSDP gradient advice.
+    let mut t = stream_wait_sketch(ALL_REDUCE, 100, 0, WaitBy::Record, 14);
+    t.op(3, 8, "aten::add");
+    let f = t.findings();
+    let x = find(&f, "communication_wait").expect("D13");
+    assert!(!x.hint.contains("bucket_cap_mb"), "{}", x.hint);
+    assert!(
+        x.hint.contains("no backward pass or optimizer step"),
+        "{}",
+        x.hint
+    );
+    assert!(x.hint.contains("async_op=True"), "{}", x.hint);
+    let mut t = stream_wait_sketch(ALL_REDUCE, 100, 0, WaitBy::Record, 14);
+    t.op_as(3, 8, BACKWARD, CpuOpKind::Operator);
+    let f = t.findings();
+    let x = find(&f, "communication_wait").expect("D13");
+    assert!(x.hint.contains("bucket_cap_mb"), "{}", x.hint);
+}
+
+#[test]
+fn d14_slow_launch_advice_follows_the_workload() {
+    // `aten::add` and no backward: no DataLoader workers on a training
+    // thread.
+    let f = launches(5, 200);
+    let x = find(&f, "slow_runtime_calls").expect("D14");
+    assert!(!x.hint.contains("training thread"), "{}", x.hint);
+    assert!(x.hint.contains("launching thread's cores"), "{}", x.hint);
+    let mut t = launches_sketch(5, 200);
+    t.op_as(6, 7, "AddmmBackward0", CpuOpKind::Operator);
+    let f = t.findings();
+    let x = find(&f, "slow_runtime_calls").expect("D14");
+    assert!(x.hint.contains("DataLoader workers"), "{}", x.hint);
+    assert!(x.hint.contains("training thread's cores"), "{}", x.hint);
+}
+
+/// D15: an all-reduce runs 10–100 with no compute beside it.
+///
+/// ```text
+/// µs          0    10                         100
+/// stream 7    [gemm]
+/// stream 20        [ncclKernel_AllReduce.........]
+/// thread 1    [L] [c10d::allreduce_ [L]]  [extra 12–20]
+/// ```
+fn exposed(collective_kind: CpuOpKind, extra: Option<(&str, CpuOpKind)>) -> Finding {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 300, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op_as(3, 9, "c10d::allreduce_", collective_kind)
+        .call(4, 6, "cudaLaunchKernel", 2);
+    if let Some((name, kind)) = extra {
+        t.op_as(12, 20, name, kind);
+    }
+    t.named_kernel(GEMM, 7, 0, 10, 1)
+        .named_kernel(ALL_REDUCE, 20, 10, 100, 2);
+    let f = t.findings();
+    find(&f, "exposed_communication").expect("D15").clone()
+}
+
+#[test]
+fn d15_advice_follows_the_workload() {
+    let op = CpuOpKind::Operator;
+    let forward = exposed(op, None);
+    assert!(
+        forward.hint.contains("no backward pass or optimizer step"),
+        "{}",
+        forward.hint
+    );
+    assert!(
+        forward.hint.contains("tensor-parallel forward pass"),
+        "{}",
+        forward.hint
+    );
+    assert!(!forward.hint.contains("bucket_cap_mb"), "{}", forward.hint);
+    let training = exposed(op, Some(("Optimizer.step#SGD.step", CpuOpKind::UserAnnotation)));
+    assert!(training.hint.contains("bucket_cap_mb"), "{}", training.hint);
+    assert!(!training.hint.contains("tensor-parallel"), "{}", training.hint);
+    let training = exposed(op, Some(("NativeLayerNormBackward0", op)));
+    assert!(training
+        .hint
+        .contains("In training, let communication overlap backward"));
+    // Only user ranges, no CPU operator: the trace cannot tell, both.
+    let unknown = exposed(CpuOpKind::UserAnnotation, None);
+    assert!(
+        unknown.hint.contains("bucket_cap_mb") && unknown.hint.contains("tensor-parallel inference"),
+        "{}",
+        unknown.hint
+    );
+}
+
+#[test]
+fn d16_profiler_overhead_names_training_code_only_in_training() {
+    let f = profiler((20, 40));
+    let x = find(&f, "profiler_overhead").expect("D16");
+    assert!(x.hint.contains("not from the program's own code"), "{}", x.hint);
+    let mut t = profiler_sketch((20, 40));
+    t.op_as(3, 8, BACKWARD, CpuOpKind::Operator);
+    let f = t.findings();
+    let x = find(&f, "profiler_overhead").expect("D16");
+    assert!(x.hint.contains("not from the training code"), "{}", x.hint);
+}
+
+/// D14 and D16: the slow launch of [`launches`] (100–300 µs) holds a
+/// `Lazy Function Loading` record at 120–250: the driver loaded the
+/// kernel's module inside it, so it is a first launch, not a slow or
+/// descheduled call.
+///
+/// ```text
+/// µs          100                                300 302
+/// stream 7                                           [k...]
+/// thread 1    [cudaLaunchKernel......................]
+/// overhead         [Lazy Function Loading.....]
+/// pieces      [first_call_warmup, the whole call.....]
+/// ```
+#[test]
+fn d14_a_launch_that_loads_its_module_is_warm_up_not_an_outlier() {
+    let mut t = launches_sketch(5, 200);
+    t.marker(MarkerKind::ProfilerOverhead, 120, 250, "Lazy Function Loading");
+    let f = t.findings();
+    assert!(find(&f, "slow_runtime_calls").is_none(), "{f:?}");
+    let w = find(&f, "first_call_warmup").expect("D16");
+    // The whole call, not only the 130 µs under the record: one claim.
+    assert_eq!(w.idle_ns, 200 * US);
+    assert!(
+        w.hint
+            .contains("1 call to `cudaLaunchKernel` (up to 200.0 µs) holds such a record"),
+        "{}",
+        w.hint
+    );
+}
+
+#[test]
+fn d14_near_miss_a_load_outside_the_call_leaves_it_an_outlier() {
+    // The record lies at 6–7, while the first kernels run: not inside the
+    // slow call, which stays D14's.
+    let mut t = launches_sketch(5, 200);
+    t.marker(MarkerKind::ProfilerOverhead, 6, 7, "Lazy Function Loading");
+    let f = t.findings();
+    let x = find(&f, "slow_runtime_calls").expect("D14");
+    assert_eq!(x.idle_ns, 200 * US);
+    assert!(find(&f, "first_call_warmup").is_none(), "{f:?}");
+}
+
+#[test]
+fn d11_names_the_training_thread_only_where_training_may_run() {
+    // No CPU operator: the trace cannot tell, "training thread" as before.
+    let f = dataloader(50);
+    let x = find(&f, "dataloader_stall").expect("D11");
+    assert!(x.hint.contains("on the training thread"), "{}", x.hint);
+    let mut t = dataloader_sketch(50);
+    t.op(3, 8, "aten::add");
+    let f = t.findings();
+    let x = find(&f, "dataloader_stall").expect("D11");
+    assert!(
+        x.hint.contains("on the thread that launches the GPU work"),
+        "{}",
+        x.hint
+    );
 }

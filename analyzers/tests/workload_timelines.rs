@@ -783,7 +783,11 @@ fn lazy_function_loading_is_not_profiler_overhead() {
         "{}",
         w.hint
     );
-    assert_eq!(w.idle_ns, 78 * US);
+    // The whole launch call (10–100) that holds the record, not only the
+    // 78 µs under it: the call is the kernel's first launch, and D14 does
+    // not call it slow.
+    assert_eq!(w.idle_ns, 90 * US);
+    assert!(find(&f, "slow_runtime_calls").is_none(), "{f:?}");
     assert!(find(&f, "profiler_overhead").is_none());
 }
 

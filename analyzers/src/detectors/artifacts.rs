@@ -42,13 +42,14 @@
 //!   trace.
 //!
 //! None of them has a saving to estimate: removing the profiler is not a
-//! change to the training code.
+//! change to the program.
 
 use super::{Cx, Draft};
 use crate::causes::Cause;
 use crate::format::duration;
 use crate::names::is_graph_launch_api;
 use crate::window::Step;
+use crate::workload::Workload;
 use gapscope_collectors::trace::{CallRow, CpuOpKind, OpRow, Trace};
 
 /// A last step with fewer GPU rows than this share of the step before was
@@ -107,10 +108,12 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             "D16",
             "profiler_overhead",
             format!("{} of idle time is profiler overhead", duration(ns)),
-            "This idle time comes from the profiler itself (buffer flushes, profiler \
-             callbacks), not from the training code; it is left out of every other finding. \
-             Profile fewer steps per capture (a shorter `schedule(active=...)`) to reduce it."
-                .to_string(),
+            format!(
+                "This idle time comes from the profiler itself (buffer flushes, profiler \
+                 callbacks), not from the {}; it is left out of every other finding. Profile \
+                 fewer steps per capture (a shorter `schedule(active=...)`) to reduce it.",
+                profiled_code(cx.workload)
+            ),
         );
         d.occurrences = prof.len() as u64;
         d.pieces = prof;
@@ -253,4 +256,13 @@ fn graph_replays(cx: &Cx) -> Option<Draft> {
     d.estimable = false;
     d.evidence.push(cx.runtime_evidence(first));
     Some(d)
+}
+
+/// What the profiled program is, in words the trace supports: "training
+/// code" only where it shows a backward pass or an optimizer step.
+fn profiled_code(workload: Workload) -> &'static str {
+    match workload {
+        Workload::Training => "training code",
+        Workload::NoBackwardOrOptimizer | Workload::Unknown => "program's own code",
+    }
 }

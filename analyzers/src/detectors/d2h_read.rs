@@ -28,6 +28,7 @@
 use super::{Cx, Draft, SyncKind, TINY_COPY_BYTES};
 use crate::causes::Cause;
 use crate::format::{count, duration};
+use crate::workload::Workload;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, true, |p| {
@@ -52,9 +53,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 duration(g.idle_ns)
             );
             let advice = if scalar {
-                "Keep the value on the GPU: accumulate losses and metrics in a CUDA tensor and \
-                 call `.item()` once every N steps (or at the end), and do not branch in Python \
-                 on CUDA values."
+                scalar_advice(cx.workload)
             } else {
                 "Copy to the host only where the data is consumed, with \
                  `.to(\"cpu\", non_blocking=True)` into pinned memory and one \
@@ -85,4 +84,18 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             d
         })
         .collect()
+}
+
+/// What to do about a scalar read: accumulating losses is training advice,
+/// given only where the trace may show training.
+fn scalar_advice(workload: Workload) -> &'static str {
+    if workload.may_train() {
+        "Keep the value on the GPU: accumulate losses and metrics in a CUDA tensor and \
+         call `.item()` once every N steps (or at the end), and do not branch in Python \
+         on CUDA values."
+    } else {
+        "Keep the value on the GPU: compute with it as a CUDA tensor instead of a Python \
+         number, call `.item()` only for what the host needs, once every N steps (or at the \
+         end), and do not branch in Python on CUDA values."
+    }
 }

@@ -20,6 +20,7 @@ use super::{Cx, Draft, MAX_EVIDENCE};
 use crate::causes::Cause;
 use crate::format::{duration, percent_whole};
 use crate::intervals::{total, union};
+use crate::workload::Workload;
 use gapscope_collectors::trace::{Ns, OpRow};
 
 /// DataLoader share of the window above which it is reported (TB: 5 %).
@@ -60,11 +61,12 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     );
     let per = cx.per_step();
     let hint = format!(
-        "Loading the next batch on the training thread takes {} of each step, and the GPU \
+        "Loading the next batch on the {} takes {} of each step, and the GPU \
          idles {} {per} waiting for it. Load batches in worker processes: \
          `DataLoader(..., num_workers=N)` with N > 0 (start with the number of CPU cores per \
          GPU), `pin_memory=True` and `persistent_workers=True`; raise `prefetch_factor` if the \
          workers still fall behind, and move heavy transforms to the GPU or to preprocessing.",
+        loading_thread(cx.workload),
         percent_whole(dl_ns, cx.window_ns()),
         duration(idle / n)
     );
@@ -81,4 +83,14 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     }
     d.pieces = pieces;
     vec![d]
+}
+
+/// The thread that loads batches, named as the trace supports: "training
+/// thread" only where it shows (or cannot rule out) training.
+fn loading_thread(workload: Workload) -> &'static str {
+    if workload.may_train() {
+        "training thread"
+    } else {
+        "thread that launches the GPU work"
+    }
 }

@@ -27,6 +27,7 @@ use crate::collectives::exposed;
 use crate::format::{duration, percent_whole};
 use crate::intervals::{subtract, total, union, Span};
 use crate::names::is_collective_op_name;
+use crate::workload::Workload;
 use gapscope_collectors::trace::{GpuKind, GpuRow, Ns, OpRow};
 use std::collections::HashMap;
 
@@ -93,16 +94,11 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
         .unwrap_or_default();
     let hint = format!(
         "Collectives (mostly `{kernel}`{by}) take {} on this GPU, {} of it with nothing else \
-         running: the step waits for the interconnect and for the other ranks. In training, \
-         let communication overlap backward (DDP gradient buckets, `bucket_cap_mb`; FSDP \
-         `forward_prefetch` / `backward_prefetch`; `async_op=True` with `work.wait()` as late as \
-         possible) and skip it during gradient accumulation (`no_sync()`). In tensor-parallel \
-         inference each layer's all-reduce is on the critical path: fewer, larger collectives \
-         (fused all-reduce kernels, a smaller tensor-parallel degree) are what shortens it. \
-         Compare the ranks' traces: a rank that arrives late makes the others wait inside the \
-         collective.",
+         running: the step waits for the interconnect and for the other ranks. {} Compare the \
+         ranks' traces: a rank that arrives late makes the others wait inside the collective.",
         duration(e.communication_ns),
-        duration(e.exposed_ns)
+        duration(e.exposed_ns),
+        overlap_advice(cx.workload)
     );
     let mut d = Draft::new("D15", "exposed_communication", title, hint);
     d.occurrences = e.kernels;
@@ -118,6 +114,30 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
         d.evidence.push(cx.gpu_evidence(r));
     }
     Some(d)
+}
+
+/// How to hide the collectives: overlap with backward where the trace may
+/// show training, fewer and larger collectives in a forward-only run
+/// (tensor-parallel inference); both where it cannot tell.
+fn overlap_advice(workload: Workload) -> String {
+    const TRAINING: &str = "let communication overlap backward (DDP gradient buckets, \
+         `bucket_cap_mb`; FSDP `forward_prefetch` / `backward_prefetch`; `async_op=True` with \
+         `work.wait()` as late as possible) and skip it during gradient accumulation \
+         (`no_sync()`).";
+    const FORWARD: &str = "each layer's all-reduce is on the critical path: fewer, larger \
+         collectives (fused all-reduce kernels, a smaller tensor-parallel degree) are what \
+         shortens it.";
+    match workload {
+        Workload::Training => format!("In training, {TRAINING}"),
+        Workload::NoBackwardOrOptimizer => format!(
+            "The trace has no backward pass or optimizer step, so there is no gradient \
+             communication to overlap with backward; in a tensor-parallel forward pass \
+             {FORWARD}"
+        ),
+        Workload::Unknown => {
+            format!("In training, {TRAINING} In tensor-parallel inference {FORWARD}")
+        }
+    }
 }
 
 /// The innermost collective operator at or above `row` (`vllm::all_reduce`,

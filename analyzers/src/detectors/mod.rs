@@ -25,7 +25,8 @@
 //! D6  explicit sync           cause sync, no copy involved
 //! D11 DataLoader stall        cause dataloader
 //! D16 first-call warm-up      host time in an operator's costly first call,
-//!                             or under a `Lazy Function Loading` record
+//!                             under a `Lazy Function Loading` record, or in
+//!                             a slow call that holds one
 //! D13 untraced event wait     cause queued, the stream waits on an event no
 //!                             recorded work signals
 //! D14 runtime outliers        inside an allocator call or an outlier call;

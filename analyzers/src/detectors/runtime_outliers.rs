@@ -42,7 +42,9 @@
 //!   profiler), which are a cost, not an outlier. An API with fewer than
 //!   [`MIN_SAMPLES`] calls has no usual duration to compare with: the floor
 //!   alone decides, as in HTA. Synchronize calls are D5/D6/D9's and copies
-//!   D8/D9's: neither is cut as a slow call.
+//!   D8/D9's: neither is cut as a slow call. A call that holds a `Lazy
+//!   Function Loading` record ([`Cx::loads_module`]) is no outlier: it is a
+//!   kernel's first launch, whose idle time D16's warm-up claims first.
 //! - `launch_delay_outliers`: the pieces of cause `queued` (launched work
 //!   that did not start within [`QUEUED_AFTER_NS`](crate::segments::QUEUED_AFTER_NS)
 //!   on an idle device, HTA's `launch_delay_cutoff`) that no stream wait
@@ -64,6 +66,7 @@ use super::{CallClass, Cx, Draft, MAX_EVIDENCE, MAX_GROUPS, NOISE_NS, SLOW_CALL_
 use crate::causes::Cause;
 use crate::format::{duration, times};
 use crate::names::{api_name, is_launch_api};
+use crate::workload::Workload;
 use gapscope_collectors::trace::{CallRow, GpuRow, Ns, StrId, Strings, ThreadId};
 use std::collections::HashMap;
 
@@ -298,6 +301,16 @@ fn durations_by_name(cx: &Cx, names: &HashMap<StrId, Vec<Ns>>) -> HashMap<StrId,
     out
 }
 
+/// Who may share the launching thread's cores: DataLoader workers beside
+/// a training thread only where the trace may show training.
+fn oversubscribers(workload: Workload) -> &'static str {
+    if workload.may_train() {
+        "DataLoader workers and OpenMP/MKL threads on the training thread's cores"
+    } else {
+        "other processes and OpenMP/MKL threads on the launching thread's cores"
+    }
+}
+
 fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let rt = &cx.trace.runtime;
     let mut names: HashMap<StrId, Vec<Ns>> = HashMap::new();
@@ -315,11 +328,16 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         .map(|(k, mut v)| (k, usual(&mut v, RUNTIME_FLOOR_NS)))
         .collect();
     let dur = |c: usize| rt.end[c] - rt.start[c];
+    // A call that loaded a kernel's module is that kernel's first launch
+    // (D16's warm-up), slow for a reason the trace shows: no outlier.
     let taken = cx.take_kept(claims, |p| {
         p.class == Some(CallClass::Slow)
-            && p.call
-                .map(CallRow::index)
-                .is_some_and(|c| usual_of.get(&rt.name[c]).is_some_and(|u| dur(c) > u.threshold))
+            && p.call.is_some_and(|c| {
+                !cx.loads_module(c)
+                    && usual_of
+                        .get(&rt.name[c.index()])
+                        .is_some_and(|u| dur(c.index()) > u.threshold)
+            })
     });
     let mut by: HashMap<StrId, Vec<u32>> = HashMap::new();
     for i in taken {
@@ -393,12 +411,12 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             };
             format!(
                 "A launch is normally 5–20 µs of CPU work; a long one means the launching \
-                 thread was slowed or descheduled. Check for CPU oversubscription (DataLoader \
-                 workers and OpenMP/MKL threads on the training thread's cores: set \
+                 thread was slowed or descheduled. Check for CPU oversubscription ({}: set \
                  `OMP_NUM_THREADS`, pin the process with `taskset` or `numactl`), profiler \
                  overhead (`with_stack=True` and `record_shapes=True` slow every call: compare \
                  with an unprofiled step), and first launches under lazy module loading (warm \
                  up before profiling, or set {}).{graph}",
+                oversubscribers(cx.workload),
                 cx.platform.eager_loading()
             )
         } else {

@@ -55,6 +55,7 @@
 use super::{Cx, Draft, Evidence, MAX_EVIDENCE, NOISE_NS};
 use crate::format::{duration, times};
 use crate::names::{is_wait_api, is_wait_record_name};
+use crate::workload::Workload;
 use gapscope_collectors::trace::{CallRow, FxHashMap, FxHashSet, GpuKind, GpuRow, Ns, StrId};
 
 /// Longest time from the producer's end to the consumer's start for the
@@ -325,12 +326,9 @@ fn draft(cx: &Cx, found: Vec<Waited>, comm: bool) -> Option<Draft> {
             ),
             format!(
                 "Work on stream {s} waits for the collective `{producer}` on stream {ps}{from}, \
-                 {} in total: the communication is exposed instead of overlapping compute. With \
-                 DDP, let gradient buckets (`bucket_cap_mb`) start all-reduce during backward and \
-                 use `no_sync()` during gradient accumulation; with FSDP, enable \
-                 `forward_prefetch` and `backward_prefetch`; with `dist.all_reduce(..., \
-                 async_op=True)`, call `work.wait()` as late as possible.",
-                duration(waited)
+                 {} in total: the communication is exposed instead of overlapping compute. {}",
+                duration(waited),
+                communication_overlap(cx.workload)
             ),
         )
     } else {
@@ -381,4 +379,19 @@ fn idle_within(cx: &Cx, (s, e): (Ns, Ns)) -> Ns {
         .take_while(|p| p.start < e)
         .map(|p| p.end.min(e) - p.start.max(s))
         .sum()
+}
+
+/// How to overlap a collective with compute: DDP and FSDP gradient overlap
+/// only where the trace may show training.
+fn communication_overlap(workload: Workload) -> &'static str {
+    if workload.may_train() {
+        "With DDP, let gradient buckets (`bucket_cap_mb`) start all-reduce during backward and \
+         use `no_sync()` during gradient accumulation; with FSDP, enable `forward_prefetch` \
+         and `backward_prefetch`; with `dist.all_reduce(..., async_op=True)`, call \
+         `work.wait()` as late as possible."
+    } else {
+        "The trace has no backward pass or optimizer step, so DDP/FSDP gradient overlap does \
+         not apply: with `dist.all_reduce(..., async_op=True)`, call `work.wait()` as late as \
+         possible."
+    }
 }

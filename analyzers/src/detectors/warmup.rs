@@ -17,7 +17,10 @@
 //! no warm-up), and pieces under CUPTI's `Lazy Function Loading`
 //! records (the driver loading a kernel's module on its first launch; Kineto
 //! files them as overhead, but the program pays them without a profiler
-//! too), and pieces inside a range the program itself names warm-up
+//! too), and the pieces of a slow call that holds such a record
+//! ([`Cx::loads_module`]: the kernel's first launch, slow because it loads
+//! the module, not a slow or descheduled call, so not D14's), and pieces
+//! inside a range the program itself names warm-up
 //! ([`is_warmup_name`](crate::names::is_warmup_name): a benchmark's
 //! `[...|warmup|forward]` iterations, run before it measures). Library
 //! initialization, kernel selection, the caching allocator's growth and
@@ -32,7 +35,7 @@ use super::{CallClass, Cx, Draft, MAX_EVIDENCE, NOISE_NS};
 use crate::attribution::{host_ns, module_class};
 use crate::causes::Cause;
 use crate::format::duration;
-use gapscope_collectors::trace::{Ns, OpRow};
+use gapscope_collectors::trace::{CallRow, Ns, OpRow};
 use std::collections::BTreeMap;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
@@ -47,7 +50,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
             p.class,
             Some(CallClass::Pageable | CallClass::TinyHtoD | CallClass::SyncCopy)
         );
-        !copy && (cx.seg(p).first_call || in_lazy(p.start, p.end))
+        let loading_call = p.call.is_some_and(|c| cx.loads_module(c));
+        !copy && (cx.seg(p).first_call || in_lazy(p.start, p.end) || loading_call)
     });
     let idle = cx.total(&pieces);
     if idle < NOISE_NS {
@@ -174,8 +178,9 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
             "{lazy_n} `Lazy Function Loading` records show the driver loading a kernel's module \
              on its first launch: the profiler records them as overhead, but the program pays \
              them without the profiler too, once per kernel (set {} to load every kernel at \
-             startup instead).",
-            p.eager_loading()
+             startup instead).{}",
+            p.eager_loading(),
+            loading_calls_text(cx, &pieces)
         ));
     }
     parts.push(
@@ -217,6 +222,50 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
     }
     d.pieces = pieces;
     Some(d)
+}
+
+/// " 3 calls to `cudaLaunchKernel` (up to 141.5 µs) hold such a record:
+/// ...": the slow calls among `pieces` that hold a lazy-loading record,
+/// which D16 claims whole (a first launch, not a slow or descheduled call:
+/// D14 skips them); empty when there are none.
+fn loading_calls_text(cx: &Cx, pieces: &[u32]) -> String {
+    let rt = &cx.trace.runtime;
+    let mut calls: Vec<CallRow> = pieces
+        .iter()
+        .filter_map(|&i| cx.piece(i).call)
+        .filter(|&c| cx.loads_module(c))
+        .collect();
+    calls.sort_unstable();
+    calls.dedup();
+    let Some(longest) = calls
+        .iter()
+        .map(|c| rt.end[c.index()] - rt.start[c.index()])
+        .max()
+    else {
+        return String::new();
+    };
+    let mut apis: Vec<&str> = calls
+        .iter()
+        .map(|c| cx.trace.strings.get(rt.name[c.index()]))
+        .collect();
+    apis.sort_unstable();
+    apis.dedup();
+    let apis: Vec<String> = apis.iter().map(|a| format!("`{a}`")).collect();
+    let (n, hold, them) = if calls.len() == 1 {
+        ("1 call".to_string(), "holds", "it is a kernel's first launch")
+    } else {
+        (
+            format!("{} calls", calls.len()),
+            "hold",
+            "each is a kernel's first launch",
+        )
+    };
+    format!(
+        " {n} to {} (up to {}) {hold} such a record: {them}, slow because it loads the module, \
+         not a slow or descheduled call, and its idle time is counted here.",
+        apis.join(" / "),
+        duration(longest)
+    )
 }
 
 /// "42 µs–80 µs": the range of the median later-call host times of the

@@ -12,7 +12,8 @@ use crate::intervals::Span;
 use crate::platform::Platform;
 use crate::segments::IdleSegment;
 use crate::window::{Step, Window};
-use gapscope_collectors::trace::{GpuRow, Ns, ThreadId, Trace};
+use crate::workload::Workload;
+use gapscope_collectors::trace::{CallRow, GpuRow, Ns, ThreadId, Trace};
 use std::borrow::Cow;
 
 /// Everything the detectors of one device share.
@@ -35,6 +36,8 @@ pub(crate) struct Cx<'a> {
     pub partial_last: Option<artifacts::PartialStep>,
     /// CUDA or ROCm: the words hints use.
     pub platform: Platform,
+    /// Whether the trace shows training: the advice hints give.
+    pub workload: Workload,
     /// The device's busy GPU rows in start order.
     pub busy: Vec<GpuRow>,
     /// Per `gpu` row: a collective kernel
@@ -70,6 +73,7 @@ impl<'a> Cx<'a> {
             call_gpu,
             partial_last: artifacts::partial_last_step(trace, device, &window.steps),
             platform: Platform::of(trace),
+            workload: ops.workload,
             busy: crate::gaps::busy_rows(trace, device),
             comm,
         };
@@ -201,6 +205,19 @@ impl<'a> Cx<'a> {
             .take_while(|&&r| g.start[r.index()] == at)
             .copied()
             .min_by_key(|&r| launch_start(r))
+    }
+
+    /// Whether runtime call `c` holds a `Lazy Function Loading` record: the
+    /// driver loaded a kernel's module inside it, so the call is that
+    /// kernel's first launch, however long the loading made it (on the
+    /// b200 trace 82 µs of a 141.5 µs `cudaLaunchKernel`). CUPTI files the
+    /// record under no thread (pid -1), so only time places it in the call.
+    pub fn loads_module(&self, c: CallRow) -> bool {
+        let rt = &self.trace.runtime;
+        let (s, e) = (rt.start[c.index()], rt.end[c.index()]);
+        let lazy = &self.ev.lazy_loading;
+        let k = lazy.partition_point(|l| l.0 < s);
+        lazy.get(k).is_some_and(|l| l.1 <= e)
     }
 
     /// Whether GPU work follows the gap of piece `i` (anything starts on
