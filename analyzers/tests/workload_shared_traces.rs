@@ -488,3 +488,27 @@ fn b200_and_mi300x_gemms_count_as_tensor_core_kernels() {
             .all(|r| r["tensor_core"] == false));
     }
 }
+
+/// A hint is prose: a string literal continued without its `\` kept the
+/// next line's indentation inside SGLang's `hipGraphLaunch` advice ("inside
+/// the call:                  the longest call").
+#[test]
+fn titles_and_hints_hold_no_runs_of_spaces() {
+    for rel in [
+        GRAPH_EXECUTION,
+        GRAPH_CAPTURE,
+        SGLANG,
+        XDIT,
+        B200,
+        H100_QWEN,
+        MI300_QWEN,
+    ] {
+        let a = analysis(rel);
+        for f in a["findings"].as_array().unwrap() {
+            for key in ["title", "hint"] {
+                let s = f[key].as_str().unwrap();
+                assert!(!s.contains("  "), "{rel} {} {key}: {s}", f["id"]);
+            }
+        }
+    }
+}

@@ -787,6 +787,7 @@ fn lazy_function_loading_is_not_profiler_overhead() {
     // 78 µs under it: the call is the kernel's first launch, and D14 does
     // not call it slow.
     assert_eq!(w.idle_ns, 90 * US);
+    assert!(w.title.contains("1 kernel loaded on first launch"), "{}", w.title);
     assert!(find(&f, "slow_runtime_calls").is_none(), "{f:?}");
     assert!(find(&f, "profiler_overhead").is_none());
 }

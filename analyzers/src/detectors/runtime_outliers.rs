@@ -396,7 +396,11 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             // (segments module docs): a long call is that submission, and
             // the GPU, running the nodes faster, waits inside it.
             format!(
-                "`{bare}` enqueues the graph's nodes from the host one by one inside the call:                  the longest call launched {launched} kernels, {} of host time each, and the GPU                  ran them faster than the call submitted them. A graph with fewer, larger nodes                  (fused kernels) is submitted sooner; the first replay of a graph also uploads                  it, so replay it once (or call `graph.upload()`) before the loop.",
+                "`{bare}` enqueues the graph's nodes from the host one by one inside the call: the \
+                 longest call launched {launched} kernels, {} of host time each, and the GPU ran \
+                 them faster than the call submitted them. A graph with fewer, larger nodes \
+                 (fused kernels) is submitted sooner; the first replay of a graph also uploads \
+                 it, so replay it once (or call `graph.upload()`) before the loop.",
                 duration(longest / launched)
             )
         } else if is_launch_api(bare) {

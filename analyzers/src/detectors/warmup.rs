@@ -198,7 +198,10 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Option<Draft> {
         "{} of idle time is first-call warm-up ({what}{}), not steady state",
         duration(idle),
         if lazy_n > 0 {
-            format!(", {lazy_n} kernels loaded on first launch")
+            format!(
+                ", {lazy_n} {} loaded on first launch",
+                if lazy_n == 1 { "kernel" } else { "kernels" }
+            )
         } else {
             String::new()
         }
