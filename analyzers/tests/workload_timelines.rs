@@ -503,6 +503,73 @@ fn a_compiled_region_gets_compiled_code_advice() {
     assert!(!h.contains("compile the region"), "{h}");
 }
 
+/// A user range whose heaviest operator is a compiled region, but whose
+/// time is mostly eager operators that launch nothing: the compiled region
+/// does not make the rest compiled code (TraceLens' SD3.5 xDiT
+/// `execute_diffusion` range: the region holds 19 % of it, the eager text
+/// encoders before it the rest).
+///
+/// ```text
+/// µs        0  10         10+r        +e      +e      +e      +e  +2
+/// stream 7  [k0]                                                     [k1]
+/// thread 1     [features (record_function)..........................]
+///              [Compiled Region][linear][addmm ][mm    ][bmm    ][L]
+/// ```
+fn compiled_region_among_eager(region_us: Ns, eager_us: Ns) -> Finding {
+    let mut t = Sketch::in_units(US);
+    let launch = 10 + region_us + 4 * eager_us;
+    t.o(0, launch + 20, "ProfilerStep#1")
+        .call(0, 2, "cudaLaunchKernel", 1);
+    t.o(10, launch + 2, "features")
+        .o(10, 10 + region_us, "Torch-Compiled Region: 0/0");
+    for (i, name) in ["aten::linear", "aten::addmm", "aten::mm", "aten::bmm"]
+        .iter()
+        .enumerate()
+    {
+        let s = 10 + region_us + eager_us * i as Ns;
+        t.o(s, s + eager_us, name);
+    }
+    t.call(launch, launch + 2, "cudaLaunchKernel", 2);
+    t.named_kernel("k0", 7, 0, 8, 1)
+        .named_kernel("k1", 7, launch + 3, launch + 20, 2);
+    let f = findings(&t.finish());
+    find(&f, "cpu_bound_range")
+        .cloned()
+        .unwrap_or_else(|| panic!("{f:?}"))
+}
+
+#[test]
+fn a_compiled_region_with_a_minority_of_the_time_gets_the_rests_advice() {
+    // 200 of the 925 µs idle (22 %) in the region, each eager operator 180.
+    let x = compiled_region_among_eager(200, 180);
+    assert_eq!(x.operator.as_deref(), Some("Torch-Compiled Region: 0/0"));
+    let h = &x.hint;
+    assert!(
+        !h.contains("This is code `torch.compile` already generated"),
+        "{h}"
+    );
+    assert!(h.contains("compute on the CPU"), "{h}");
+    assert!(
+        h.contains(
+            "22 % of this time (200.0 µs) is inside code `torch.compile` generated \
+             (`Torch-Compiled Region: 0/0`)"
+        ),
+        "{h}"
+    );
+    assert!(h.contains("cpp_wrapper"), "{h}");
+}
+
+#[test]
+fn a_compiled_region_with_most_of_the_time_gets_compiled_code_advice() {
+    // 600 of the 925 µs in the region, each eager operator 80.
+    let h = compiled_region_among_eager(600, 80).hint;
+    assert!(
+        h.contains("This is code `torch.compile` already generated"),
+        "{h}"
+    );
+    assert!(!h.contains("of this time"), "{h}");
+}
+
 /// An optimizer's `aten::_foreach_add_` spends most of its host time in
 /// short views before it launches (HTA's nccl_data `Optimizer.step#SGD.step`:
 /// `_foreach_mul_` and `_foreach_add_`, 9 launches): that is the operator's

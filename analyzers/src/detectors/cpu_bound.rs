@@ -456,10 +456,8 @@ impl<F: Fn(&str) -> bool> NameTest<F> {
 /// What the host was doing in a group's idle time, by idle-weighted share.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum HostWork {
-    /// Code `torch.compile` generated: Inductor's Python wrapper. The
-    /// compiled regions (`Torch-Compiled Region`, `## Call CompiledFxGraph`
-    /// rows) behind the time.
-    Compiled(Vec<OpRow>),
+    /// Code `torch.compile` generated: Inductor's Python wrapper.
+    Compiled,
     /// An operator that code `torch.compile` generated calls (an extern
     /// kernel such as `aten::mm`), whose own host side holds more of the
     /// time than the wrapper around it: the operator with the most of it.
@@ -477,6 +475,24 @@ enum HostWork {
     /// ([`is_allocation_op`]): the allocator, not computation.
     Allocation,
 }
+
+/// The host work behind a group's pieces: what decides the advice, and how
+/// much of the time is in code `torch.compile` generated.
+struct HostTime {
+    work: HostWork,
+    /// Idle time in compiled code (inside a compiled region, or with a
+    /// source frame in Inductor's code), and in all.
+    compiled: Ns,
+    total: Ns,
+    /// The compiled regions (`Torch-Compiled Region`, `## Call
+    /// CompiledFxGraph` rows) behind `compiled`, outermost rows.
+    regions: Vec<OpRow>,
+}
+
+/// Compiled code that does not decide a group's advice gets a sentence of
+/// its own when it holds at least this share of the group's time (ours: a
+/// tenth is worth naming; less would only lengthen the hint).
+pub const COMPILED_PART_MIN_SHARE: f64 = 0.1;
 
 /// Host-only operators whose calls hold at least this much idle time each
 /// on average compute on the CPU; shorter ones are framework overhead
@@ -522,18 +538,22 @@ fn is_compiled_source(src: &str) -> bool {
     src.contains("torchinductor") || src.contains("/_inductor/")
 }
 
-/// Classifies the host work behind `pieces` (see [`HostWork`]) by the
-/// operator with the most idle time: compiled code when it is, or is
-/// inside, a compiled region (without operators: when at least half the
-/// idle time is in compiled code), and then an operator the compiled code
+/// Classifies the host work behind `pieces` (see [`HostWork`]): compiled
+/// code when at least half the idle time is in compiled code and the
+/// operator with the most idle time is, or is inside, a compiled region
+/// (or there are no operators), and then an operator the compiled code
 /// calls when more of the operator time in the regions is inside such
 /// operators (`aten::mm` as an extern kernel) than in the region rows
-/// themselves (the wrapper's code); a custom operator when it is one; else
-/// dispatch when at least half the operator time is in operators that
-/// launch GPU work; else CPU compute when the host-only operators hold
-/// [`CPU_COMPUTE_MIN_NS`] per call on average, framework overhead when
-/// less.
-fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
+/// themselves (the wrapper's code). Else the time outside compiled code
+/// decides: a custom operator when its operator with the most idle time is
+/// one; else dispatch when at least half its operator time is in
+/// operators that launch GPU work; else CPU compute when the host-only
+/// operators hold [`CPU_COMPUTE_MIN_NS`] per call on average, framework
+/// overhead when less. (On TraceLens' SD3.5 xDiT trace the
+/// `execute_diffusion` range's heaviest operator is a compiled region, but
+/// it holds 19 % of the range's idle time; the rest is the eager text
+/// encoders before it.)
+fn host_work(cx: &Cx, pieces: &[u32]) -> HostTime {
     let t = cx.trace;
     let ops = &t.cpu_ops;
     // Whether a row is a compiled region (`Torch-Compiled Region`, ...),
@@ -559,7 +579,10 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
     let mut host_only_ops: FxHashSet<OpRow> = FxHashSet::default();
     let mut allocating = 0i64;
     let mut allocation_name = NameTest::new(t.strings.len(), is_allocation_op);
+    // Idle time by outermost operator: of all the pieces (the heaviest
+    // tells whether compiled code decides), and outside compiled code.
     let mut by_op: FxHashMap<Option<OpRow>, i64> = FxHashMap::default();
+    let mut eager_by_op: FxHashMap<Option<OpRow>, i64> = FxHashMap::default();
     // Operator time in compiled regions: in the region rows themselves
     // (the wrapper's own code), and in operators the wrapper calls, by
     // operator name.
@@ -572,7 +595,8 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
         let region = region_of(&mut compiled_name, seg.op.or(seg.annotation));
         let src = seg.source;
         let src_compiled = src != Strings::EMPTY && compiled_source.test(t.strings.get(src), src);
-        if region.is_some() || src_compiled {
+        let in_compiled = region.is_some() || src_compiled;
+        if in_compiled {
             compiled += d;
             if let Some(r) = region.filter(|r| !regions.contains(r)) {
                 regions.push(r);
@@ -587,9 +611,16 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
                     called.entry(name).or_insert((0, op)).0 += d;
                 }
             }
+            let outer = cx.outer_operator(Some(op));
+            *by_op.entry(outer).or_default() += d;
+            // What the rest of the time is, when compiled code does not
+            // decide, is the time outside it.
+            if in_compiled {
+                continue;
+            }
+            *eager_by_op.entry(outer).or_default() += d;
             op_total += d;
             let name = ops.name[op.index()];
-            let outer = cx.outer_operator(Some(op));
             if cx.ops.launches[op.index()] {
                 launching += d;
             } else if allocation_name.test(t.strings.get(name), name) {
@@ -603,68 +634,113 @@ fn host_work(cx: &Cx, pieces: &[u32]) -> HostWork {
             } else {
                 host_only_ops.insert(op);
             }
-            *by_op.entry(outer).or_default() += d;
         }
     }
-    let top = by_op
-        .iter()
-        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
-        .and_then(|(&r, _)| r);
-    // The operator with the most time decides; without operators, the
-    // share of time in compiled code.
-    let compiled_wins = match top {
-        Some(r) => region_of(&mut compiled_name, Some(r)).is_some(),
-        None => total > 0 && 2 * compiled >= total,
+    let heaviest_of = |by: &FxHashMap<Option<OpRow>, i64>| {
+        by.iter()
+            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+            .and_then(|(&r, _)| r)
     };
-    if compiled_wins {
+    // Compiled code decides when it holds most of the time and the
+    // operator with the most time is in it: a compiled region that is the
+    // heaviest operator but holds a fifth of the time does not make the
+    // rest compiled code.
+    let top_compiled = match heaviest_of(&by_op) {
+        Some(r) => region_of(&mut compiled_name, Some(r)).is_some(),
+        None => true,
+    };
+    let host = |work| HostTime {
+        work,
+        compiled,
+        total,
+        regions,
+    };
+    if total > 0 && 2 * compiled >= total && top_compiled {
         let in_calls: i64 = called.values().map(|c| c.0).sum();
         let heaviest = called
             .iter()
             .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then_with(|| b.0.cmp(a.0)))
             .map(|(_, &(_, op))| op);
-        return match heaviest {
+        return host(match heaviest {
             Some(op) if in_calls > wrapper => HostWork::CompiledCall(op),
-            _ => HostWork::Compiled(regions),
-        };
+            _ => HostWork::Compiled,
+        });
     }
+    let top = heaviest_of(&eager_by_op);
     if let Some(r) = top.filter(|r| is_custom_op(t.strings.get(ops.name[r.index()]))) {
-        return HostWork::Custom(r);
+        return host(HostWork::Custom(r));
     }
     if op_total == 0 || 2 * launching >= op_total {
-        return HostWork::Dispatch;
+        return host(HostWork::Dispatch);
     }
     if 2 * allocating >= op_total - launching {
-        return HostWork::Allocation;
+        return host(HostWork::Allocation);
     }
     let per_call = (op_total - launching) / (host_only_ops.len().max(1) as i64);
-    if per_call >= CPU_COMPUTE_MIN_NS {
+    host(if per_call >= CPU_COMPUTE_MIN_NS {
         HostWork::CpuCompute
     } else {
         HostWork::Framework
+    })
+}
+
+/// The sentence on the compiled code in a group whose advice is for the
+/// time outside it, when it holds at least [`COMPILED_PART_MIN_SHARE`] of
+/// the time (else empty): the advice for compiled code does not fit the
+/// rest, and the rest's does not fit compiled code.
+fn compiled_part(cx: &Cx, host: &HostTime) -> String {
+    let decided = matches!(host.work, HostWork::Compiled | HostWork::CompiledCall(_));
+    if decided || host.compiled == 0 || (host.compiled as f64) < COMPILED_PART_MIN_SHARE * host.total as f64 {
+        return String::new();
     }
+    let mut names: Vec<String> = host.regions.iter().filter_map(|&r| cx.name(Some(r))).collect();
+    names.sort_unstable();
+    names.dedup();
+    let regions = match names.as_slice() {
+        [] => String::new(),
+        [one] => format!(" (`{one}`)"),
+        [first, rest @ ..] => format!(" (`{first}` and {} more)", rest.len()),
+    };
+    format!(
+        " {} of this time ({}) is inside code `torch.compile` generated{regions}, which \
+         compiling again does not shorten: replay that part as {} graphs \
+         (`torch.compile(mode=\"reduce-overhead\")`) or have Inductor emit a C++ wrapper \
+         (`torch._inductor.config.cpp_wrapper = True`).",
+        percent_whole(host.compiled, host.total),
+        duration(host.compiled),
+        cx.platform.name()
+    )
 }
 
 /// What to change, for Python and framework code between operators (the
 /// compiled-code advice when it is code `torch.compile` generated).
 fn python_advice(cx: &Cx, pieces: &[u32]) -> String {
-    match host_work(cx, pieces) {
-        HostWork::Compiled(_) | HostWork::CompiledCall(_) => advice(cx, pieces),
+    let host = host_work(cx, pieces);
+    match host.work {
+        HostWork::Compiled | HostWork::CompiledCall(_) => advice_for(cx, host),
         _ => format!(
             "Remove per-step Python work from the loop (logging, list building, shape checks), \
              use `torch.compile(model)` to cut interpreter and dispatch overhead, raise the \
              batch size so each launch does more work, or capture the step with {} graphs \
-             (`torch.compile(mode=\"reduce-overhead\")`).",
-            cx.platform.name()
+             (`torch.compile(mode=\"reduce-overhead\")`).{}",
+            cx.platform.name(),
+            compiled_part(cx, &host)
         ),
     }
 }
 
 /// What to change, for the host work behind `pieces`.
 fn advice(cx: &Cx, pieces: &[u32]) -> String {
+    advice_for(cx, host_work(cx, pieces))
+}
+
+/// What to change, for `host`, the host work behind a group.
+fn advice_for(cx: &Cx, host: HostTime) -> String {
     let graphs = cx.platform.name();
-    match host_work(cx, pieces) {
-        HostWork::Compiled(regions) => {
-            let (asserts, launches, calls) = compiled_work(cx, &regions);
+    let rest = compiled_part(cx, &host);
+    let advice = match host.work {
+        HostWork::Compiled => {
+            let (asserts, launches, calls) = compiled_work(cx, &host.regions);
             let per_call = if calls > 0 && (asserts > 0 || launches > 0) {
                 format!(
                     " (per call: {} `assert_size_stride` checks and {} kernel launches from Python)",
@@ -728,7 +804,8 @@ fn advice(cx: &Cx, pieces: &[u32]) -> String {
              result outside the loop (or in DataLoader workers); if they are many small \
              operators, batch them."
             .to_string(),
-    }
+    };
+    advice + &rest
 }
 
 /// Inside the compiled `regions` rows: `assert_size_stride` frames, kernel
