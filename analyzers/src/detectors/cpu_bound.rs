@@ -494,6 +494,17 @@ struct HostTime {
 /// tenth is worth naming; less would only lengthen the hint).
 pub const COMPILED_PART_MIN_SHARE: f64 = 0.1;
 
+/// Generated code that makes at least this many traced calls per region
+/// call ("thousands of ops", ours: the scale at which recording each call
+/// adds up to milliseconds)...
+pub const PROFILED_CALLS_MIN: u64 = 1_000;
+
+/// ...whose median lasts less than this, may spend much of its host time
+/// in the profiler (ours: a few µs of recording per call is then a large
+/// part of each call; `assert_size_stride`, `_reinterpret_tensor` and
+/// stream lookups run well under 1 µs each on TraceLens' SD3.5 xDiT trace).
+pub const TINY_CALL_NS: Ns = 15_000;
+
 /// Host-only operators whose calls hold at least this much idle time each
 /// on average compute on the CPU; shorter ones are framework overhead
 /// (ours: a view or a reshape costs a few µs under the profiler, real CPU
@@ -535,7 +546,13 @@ fn is_compiled_name(name: &str) -> bool {
 
 /// True for a source frame in Inductor's generated or runtime code.
 fn is_compiled_source(src: &str) -> bool {
-    src.contains("torchinductor") || src.contains("/_inductor/")
+    is_generated_source(src) || src.contains("/_inductor/")
+}
+
+/// True for a source frame in the code Inductor generated (its cache,
+/// `/tmp/torchinductor_<user>/`), not its runtime library.
+fn is_generated_source(src: &str) -> bool {
+    src.contains("torchinductor")
 }
 
 /// Classifies the host work behind `pieces` (see [`HostWork`]): compiled
@@ -740,7 +757,8 @@ fn advice_for(cx: &Cx, host: HostTime) -> String {
     let rest = compiled_part(cx, &host);
     let advice = match host.work {
         HostWork::Compiled => {
-            let (asserts, launches, calls) = compiled_work(cx, &host.regions);
+            let work = compiled_work(cx, &host.regions);
+            let (asserts, launches, calls) = (work.asserts, work.launches, work.calls);
             let per_call = if calls > 0 && (asserts > 0 || launches > 0) {
                 format!(
                     " (per call: {} `assert_size_stride` checks and {} kernel launches from Python)",
@@ -756,7 +774,8 @@ fn advice_for(cx: &Cx, host: HostTime) -> String {
                  {graphs} graphs (`torch.compile(mode=\"reduce-overhead\")`), which launch the \
                  whole region at once; or have Inductor emit a C++ wrapper \
                  (`torch._inductor.config.cpp_wrapper = True`); and run it once before \
-                 profiling, since first calls also compile and autotune."
+                 profiling, since first calls also compile and autotune.{}",
+                profiler_part(&work)
             )
         }
         HostWork::CompiledCall(r) => {
@@ -808,31 +827,98 @@ fn advice_for(cx: &Cx, host: HostTime) -> String {
     advice + &rest
 }
 
+/// What happened inside compiled regions, over all their calls.
+struct CompiledWork {
+    /// Region calls.
+    calls: u64,
+    /// `assert_size_stride` frames.
+    asserts: u64,
+    /// Kernel launches.
+    launches: u64,
+    /// The traced calls (Python frames, operators) that the generated
+    /// code's own frames made directly: their durations.
+    traced: Vec<Ns>,
+    /// The generated code's own time: its frames' time outside the traced
+    /// calls they made.
+    own: Ns,
+}
+
 /// Inside the compiled `regions` rows: `assert_size_stride` frames, kernel
-/// launches, and the number of region calls.
-fn compiled_work(cx: &Cx, regions: &[OpRow]) -> (u64, u64, u64) {
+/// launches, and the traced calls of the generated code's frames (Python
+/// frames in Inductor's cache, present when the profiler ran with
+/// `with_stack=True`) and its own time between them.
+fn compiled_work(cx: &Cx, regions: &[OpRow]) -> CompiledWork {
     let t = cx.trace;
     let ops = &t.cpu_ops;
     let rt = &t.runtime;
-    let (mut asserts, mut launches) = (0u64, 0u64);
+    let mut work = CompiledWork {
+        calls: regions.len() as u64,
+        asserts: 0,
+        launches: 0,
+        traced: Vec::new(),
+        own: 0,
+    };
+    let mut generated_name = NameTest::new(t.strings.len(), is_generated_source);
+    // The generated frames met so far (parents precede their children).
+    let mut generated: FxHashSet<usize> = FxHashSet::default();
     for &r in regions {
         let r = r.index();
         let (thread, s, e) = (ops.thread[r], ops.start[r], ops.end[r]);
         let range = t.cpu_ops_of(thread);
         let mut i = r + 1;
         while i < range.end && ops.start[i] < e {
-            if t.strings.get(ops.name[i]).contains("assert_size_stride") {
-                asserts += 1;
+            let (name, d) = (ops.name[i], ops.end[i] - ops.start[i]);
+            if t.strings.get(name).contains("assert_size_stride") {
+                work.asserts += 1;
+            }
+            if ops.kind[i] == CpuOpKind::PythonFunction && generated_name.test(t.strings.get(name), name) {
+                generated.insert(i);
+                work.own += d;
+            }
+            if ops.parent[i].is_some_and(|p| generated.contains(&p.index())) {
+                work.traced.push(d);
+                work.own -= d;
             }
             i += 1;
         }
         let first = rt.start.partition_point(|&x| x < s);
-        launches += (first..rt.len())
+        work.launches += (first..rt.len())
             .take_while(|&c| rt.start[c] < e)
             .filter(|&c| rt.thread[c] == thread && t.links.runtime_gpu_count[c] > 0)
             .count() as u64;
     }
-    (asserts, launches, regions.len() as u64)
+    work
+}
+
+/// The sentence on the profiler's share in compiled code's host time, when
+/// its generated code makes at least [`PROFILED_CALLS_MIN`] traced calls
+/// per region call and their median is under [`TINY_CALL_NS`] (else
+/// empty). The profiler records each call (`with_stack=True` records every
+/// Python call): with thousands of tiny ones, what it adds per call may be
+/// much of the time, and the trace cannot tell how much. The saving stays
+/// as measured: the trace has no unprofiled run to compare with.
+fn profiler_part(work: &CompiledWork) -> String {
+    let n = work.traced.len() as u64;
+    if work.calls == 0 || n < PROFILED_CALLS_MIN * work.calls {
+        return String::new();
+    }
+    let mut traced = work.traced.clone();
+    let mid = traced.len() / 2;
+    let median = *traced.select_nth_unstable(mid).1;
+    if median >= TINY_CALL_NS {
+        return String::new();
+    }
+    format!(
+        " Per call its generated code makes {} traced calls ({} each, median) and spends {} \
+         of its own between them ({} per call made). The profiler recorded each of these calls \
+         (`with_stack=True` records every Python call), so part of this host time may be the \
+         profiler's own: compare with a profile without `with_stack` and `record_shapes` (or \
+         time the step unprofiled) before acting on it.",
+        n / work.calls,
+        duration(median),
+        duration(work.own / work.calls as Ns),
+        duration(work.own / n as Ns)
+    )
 }
 
 #[cfg(test)]
