@@ -512,3 +512,80 @@ fn hints_on_training_traces_keep_training_advice() {
         "{reads:?}"
     );
 }
+
+/// The DLRM ranks load with `_SingleProcessDataLoaderIter`, whose
+/// `__next__` pins the batch itself (five `aten::pin_memory` and five
+/// `aten::_pin_memory` inside it on every rank): D11 must not advise
+/// `pin_memory=True`. Their pageable copies are TorchRec's (under
+/// `KJTAllToAllTensorsAwaitable wait()`, `sparse_data_dist`,
+/// `aten::index` in the forward and backward), launched long after
+/// `__next__` returned with other operators between: not the batch, so no
+/// DataLoader advice for them either.
+#[test]
+fn dlrm_loader_pins_and_its_pageable_copies_are_not_the_batch() {
+    let mut stalls = 0;
+    for rank in 0..8 {
+        let dir = shared().join("param/dlrm_8rank");
+        let name = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.starts_with(&format!("worker{rank}_")))
+            .unwrap_or_else(|| panic!("no rank {rank} in {}", dir.display()));
+        let f = shared_findings(&format!("param/dlrm_8rank/{name}"), &AnalyzeOptions::default());
+        for x in of(&f, "dataloader_stall") {
+            stalls += 1;
+            assert!(!x.hint.contains("`pin_memory=True` and"), "{name}: {}", x.hint);
+            assert!(
+                x.hint.contains("the loader already pins its batches"),
+                "{name}: {}",
+                x.hint
+            );
+        }
+        let copies = of(&f, "pageable_copies");
+        assert_eq!(copies.len(), 1, "{name}: {f:?}");
+        let hint = &copies[0].hint;
+        assert!(
+            !hint.contains("Use `DataLoader(pin_memory=True)`"),
+            "{name}: {hint}"
+        );
+        assert!(
+            hint.contains("They are not the DataLoader's batch"),
+            "{name}: {hint}"
+        );
+    }
+    // D11 reports on 7 of the 8 ranks (rank 1's loading stays under 5 %).
+    assert_eq!(stalls, 7);
+}
+
+/// ResNet-50's input batch (19 MB) and labels are copied from pageable
+/// memory right after `__next__` returns, the labels' copy after the
+/// inputs' with nothing else between: the DataLoader's batch, which gets
+/// DataLoader advice; its loader does not pin, so D11 advises it.
+#[test]
+fn resnet50_batch_copies_get_dataloader_advice() {
+    let f = shared_findings(
+        "kineto-tb-plugin/resnet50_num_workers_0.worker0.1623143089861.pt.trace.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let copies = of(&f, "pageable_copies");
+    assert_eq!(copies.len(), 1, "{f:?}");
+    assert!(
+        copies[0].hint.contains("Use `DataLoader(pin_memory=True)`"),
+        "{}",
+        copies[0].hint
+    );
+    assert!(
+        !copies[0].hint.contains("not the DataLoader's batch"),
+        "{}",
+        copies[0].hint
+    );
+    let stall = of(&f, "dataloader_stall");
+    assert!(
+        stall[0]
+            .hint
+            .contains("`pin_memory=True` and `persistent_workers=True`"),
+        "{}",
+        stall[0].hint
+    );
+}

@@ -475,6 +475,147 @@ fn d8_near_miss_pinned() {
     assert!(find(&big_copy(MemKind::Pinned), "pageable_copies").is_none());
 }
 
+/// Where a pageable copy comes from, for D8's advice.
+#[derive(Clone, Copy)]
+enum CopyFrom {
+    /// `for x in loader: x.to(dev)`: the copy right after `__next__`.
+    AfterDataLoader,
+    /// A DataLoader range, then another operator, then the copy: the copy
+    /// is not the batch.
+    AfterOtherWork,
+    /// The copy inside a TorchRec-style range, no DataLoader at all.
+    Range,
+}
+
+const KJT_WAIT: &str = "## KJTAllToAllTensorsAwaitable wait() ##";
+
+/// D8: [`big_copy`]'s pageable 4 MB copy, with a DataLoader range or an
+/// annotation before or around it.
+///
+/// ```text
+/// µs          0  2  3   5  6  8 10                 40    45   50
+/// stream 7    [k1....................]             [HtoD.][k2..]
+/// thread 1    [L1]  [DataLoader#__next__]
+///                         (AfterOtherWork: [aten::mul])
+///                               [aten::to [cudaMemcpyAsync....]][L2]
+/// ```
+fn pageable_copy_from(from: CopyFrom) -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 60, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    match from {
+        CopyFrom::AfterDataLoader | CopyFrom::AfterOtherWork => {
+            t.op(
+                3,
+                5,
+                "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+            );
+        }
+        CopyFrom::Range => {
+            t.op(9, 43, KJT_WAIT);
+        }
+    }
+    if let CopyFrom::AfterOtherWork = from {
+        t.op(6, 8, "aten::mul");
+    }
+    t.op(10, 42, "aten::to").call(10, 40, "cudaMemcpyAsync", 2);
+    t.call(42, 43, "cudaLaunchKernel", 3);
+    t.kernel(7, 0, 10, 1)
+        .copy(7, 40, 45, 2, CopyKind::HtoD)
+        .memory(MemKind::Pageable, MemKind::Device, 4 << 20)
+        .kernel(7, 45, 50, 3);
+    t.findings()
+}
+
+#[test]
+fn d8_copy_of_the_batch_gets_dataloader_advice() {
+    let f = pageable_copy_from(CopyFrom::AfterDataLoader);
+    let x = find(&f, "pageable_copies").expect("D8");
+    assert!(x.hint.contains("Use `DataLoader(pin_memory=True)`"), "{}", x.hint);
+    assert!(!x.hint.contains("not the DataLoader's batch"), "{}", x.hint);
+}
+
+#[test]
+fn d8_copy_outside_the_batch_gets_advice_for_its_own_tensor() {
+    for from in [CopyFrom::AfterOtherWork, CopyFrom::Range] {
+        let f = pageable_copy_from(from);
+        let x = find(&f, "pageable_copies").expect("D8");
+        assert!(
+            !x.hint.contains("Use `DataLoader(pin_memory=True)`"),
+            "{}",
+            x.hint
+        );
+        assert!(
+            x.hint.contains("They are not the DataLoader's batch"),
+            "{}",
+            x.hint
+        );
+        assert!(x.hint.contains("`tensor.pin_memory()`"), "{}", x.hint);
+        assert!(x.hint.contains("keep the data on the device"), "{}", x.hint);
+    }
+    // The range that issued them is named.
+    let f = pageable_copy_from(CopyFrom::Range);
+    let x = find(&f, "pageable_copies").expect("D8");
+    assert!(
+        x.hint
+            .starts_with(&format!("`aten::to` (in `{KJT_WAIT}`) copies")),
+        "{}",
+        x.hint
+    );
+}
+
+/// D8: the batch's copy right after `__next__`, then a copy of another
+/// tensor under a range after the model ran: advice for each.
+///
+/// ```text
+/// µs          0  2 3  5 6             40  45  50  60 61            95  100 105
+/// stream 7    [k1.............]        [HtoD][k2..]                    [HtoD][k3]
+/// thread 1    [L1][__next__][aten::to [memcpy]][L2][aten::mul] [range [aten::to [memcpy]]][L3]
+/// ```
+fn batch_and_other_copies() -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 120, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(
+        3,
+        5,
+        "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+    );
+    t.op(6, 42, "aten::to").call(6, 40, "cudaMemcpyAsync", 2);
+    t.call(42, 43, "cudaLaunchKernel", 3);
+    t.op(50, 55, "aten::mul");
+    t.op(60, 97, KJT_WAIT);
+    t.op(61, 96, "aten::to").call(61, 95, "cudaMemcpyAsync", 4);
+    t.call(97, 98, "cudaLaunchKernel", 5);
+    t.kernel(7, 0, 10, 1)
+        .copy(7, 40, 45, 2, CopyKind::HtoD)
+        .memory(MemKind::Pageable, MemKind::Device, 4 << 20)
+        .kernel(7, 45, 50, 3)
+        .copy(7, 95, 100, 4, CopyKind::HtoD)
+        .memory(MemKind::Pageable, MemKind::Device, 1 << 20)
+        .kernel(7, 100, 105, 5);
+    t.findings()
+}
+
+#[test]
+fn d8_batch_and_other_copies_get_advice_each() {
+    let f = batch_and_other_copies();
+    let x = find(&f, "pageable_copies").expect("D8");
+    assert_eq!(x.occurrences, 2);
+    assert!(
+        x.hint.contains(
+            "1 of the 2 copies move the batch the DataLoader returned: Use `DataLoader(pin_memory=True)`"
+        ),
+        "{}",
+        x.hint
+    );
+    assert!(
+        x.hint.contains(&format!(
+            "The other 1 (the largest from `aten::to` (in `{KJT_WAIT}`)): they are not the DataLoader's batch"
+        )),
+        "{}",
+        x.hint
+    );
+}
+
 /// D10: a 2 MB buffer goes to the CPU and back `trips` times in one step,
 /// 20 µs per copy, with a kernel between; the hook waits for each DtoH
 /// (`.to("cpu")` is blocking).
@@ -528,11 +669,17 @@ fn d10_near_miss_one_round_trip() {
 /// thread 1    [L1]  [DataLoader#__next__.][L2]
 /// ```
 fn dataloader(d: Ns) -> Vec<Finding> {
-    dataloader_sketch(d).findings()
+    dataloader_sketch(d, &[]).findings()
 }
 
-/// The timeline of [`dataloader`], to draw more on.
-fn dataloader_sketch(d: Ns) -> Sketch {
+/// [`dataloader`] with operators `inside` the DataLoader range, one µs
+/// each from its start.
+fn dataloader_running(d: Ns, inside: &[&str]) -> Vec<Finding> {
+    dataloader_sketch(d, inside).findings()
+}
+
+/// The timeline of [`dataloader_running`], to draw more on.
+fn dataloader_sketch(d: Ns, inside: &[&str]) -> Sketch {
     let mut t = Sketch::in_units(US);
     t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
     t.op(
@@ -540,6 +687,9 @@ fn dataloader_sketch(d: Ns) -> Sketch {
         10 + d,
         "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
     );
+    for (i, name) in (0..).zip(inside) {
+        t.op(11 + i, 12 + i, name);
+    }
     t.call(10 + d, 12 + d, "cudaLaunchKernel", 2);
     t.kernel(7, 0, 10, 1).kernel(7, 15 + d, 100, 2);
     t
@@ -553,6 +703,30 @@ fn d11_dataloader_stall() {
     assert_eq!(x.idle_ns, 50 * US);
     assert_eq!(x.est_savings_ns, 50 * US);
     assert!(x.hint.contains("num_workers"));
+}
+
+/// A loader that pins its batches itself (the DLRM ranks' `__next__` runs
+/// `aten::pin_memory`) is not told to set `pin_memory=True`.
+#[test]
+fn d11_a_loader_that_pins_is_not_told_to_pin() {
+    let f = dataloader_running(50, &["aten::pin_memory"]);
+    let x = find(&f, "dataloader_stall").expect("D11");
+    assert!(x.hint.contains("num_workers"), "{}", x.hint);
+    assert!(!x.hint.contains("`pin_memory=True` and"), "{}", x.hint);
+    assert!(
+        x.hint
+            .contains("the loader already pins its batches: `aten::pin_memory` runs inside `__next__`"),
+        "{}",
+        x.hint
+    );
+    let f = dataloader_running(50, &["aten::mul"]);
+    let x = find(&f, "dataloader_stall").expect("D11");
+    assert!(
+        x.hint.contains("`pin_memory=True` and `persistent_workers=True`"),
+        "{}",
+        x.hint
+    );
+    assert!(!x.hint.contains("already pins"), "{}", x.hint);
 }
 
 #[test]
@@ -1607,7 +1781,7 @@ fn d11_names_the_training_thread_only_where_training_may_run() {
     let f = dataloader(50);
     let x = find(&f, "dataloader_stall").expect("D11");
     assert!(x.hint.contains("on the training thread"), "{}", x.hint);
-    let mut t = dataloader_sketch(50);
+    let mut t = dataloader_sketch(50, &[]);
     t.op(3, 8, "aten::add");
     let f = t.findings();
     let x = find(&f, "dataloader_stall").expect("D11");

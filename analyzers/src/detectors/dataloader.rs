@@ -15,6 +15,9 @@
 //! and whatever operator runs inside it. Savings: replay with the
 //! DataLoader ranges' CPU time removed from the launching threads (batches
 //! ready when asked for, as with enough workers), capped at the idle time.
+//! Advice: `pin_memory=True` only when no DataLoader range of the finding
+//! pins its batch itself (`aten::pin_memory` / `aten::_pin_memory` inside
+//! `__next__`); when the trace shows pinning, the hint says it is done.
 
 use super::{Cx, Draft, MAX_EVIDENCE};
 use crate::causes::Cause;
@@ -60,12 +63,18 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         percent_whole(dl_ns, cx.window_ns())
     );
     let per = cx.per_step();
+    let pinning = if pins_batches(cx, &ranges) {
+        "`persistent_workers=True` (the loader already pins its batches: `aten::pin_memory` \
+         runs inside `__next__`, so keep `pin_memory=True`)"
+    } else {
+        "`pin_memory=True` and `persistent_workers=True`"
+    };
     let hint = format!(
         "Loading the next batch on the {} takes {} of each step, and the GPU \
          idles {} {per} waiting for it. Load batches in worker processes: \
          `DataLoader(..., num_workers=N)` with N > 0 (start with the number of CPU cores per \
-         GPU), `pin_memory=True` and `persistent_workers=True`; raise `prefetch_factor` if the \
-         workers still fall behind, and move heavy transforms to the GPU or to preprocessing.",
+         GPU), {pinning}; raise `prefetch_factor` if the workers still fall behind, and move \
+         heavy transforms to the GPU or to preprocessing.",
         loading_thread(cx.workload),
         percent_whole(dl_ns, cx.window_ns()),
         duration(idle / n)
@@ -93,4 +102,25 @@ fn loading_thread(workload: Workload) -> &'static str {
     } else {
         "thread that launches the GPU work"
     }
+}
+
+/// Whether the DataLoader pins its batches already: an `aten::pin_memory`
+/// or `aten::_pin_memory` runs inside one of `ranges` (the DLRM ranks'
+/// `__next__` pins five tensors per batch), so advising `pin_memory=True`
+/// would ask for what is done. Reads only the rows inside the ranges: a
+/// thread's rows are in start order, a range's children follow it.
+fn pins_batches(cx: &Cx, ranges: &[OpRow]) -> bool {
+    let ops = &cx.trace.cpu_ops;
+    ranges.iter().any(|&r| {
+        let end = ops.end[r.index()];
+        let rows = cx.trace.cpu_ops_of(ops.thread[r.index()]);
+        (r.index() + 1..rows.end)
+            .take_while(|&i| ops.start[i] < end)
+            .any(|i| {
+                matches!(
+                    cx.trace.strings.get(ops.name[i]),
+                    "aten::pin_memory" | "aten::_pin_memory"
+                )
+            })
+    })
 }

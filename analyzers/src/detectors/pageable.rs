@@ -23,10 +23,19 @@
 //! bandwidth at 85 % (measured: 64 MiB pageable copies at 9.7 GB/s against
 //! pinned ones at 55.3 GB/s on an H100). A pinned copy still moves its
 //! bytes: it is shortened, never removed.
+//! Advice depends on where the copies are: a copy moves the DataLoader's
+//! batch when its operator runs inside a DataLoader `__next__` range or
+//! after one with only other copies (`aten::to`, `aten::_to_copy`,
+//! `aten::copy_`) between ([`moves_a_batch`]); those get DataLoader advice
+//! (`pin_memory=True`), the others, e.g. TorchRec's copies under
+//! `KJTAllToAllTensorsAwaitable wait()`, advice to keep their own host
+//! tensor pinned or the data on the device, naming the operator and range
+//! that issued them.
 
+use super::shared::blame::Blame;
 use super::{CallClass, Cx, Draft, NOISE_NS, TINY_COPY_BYTES};
 use crate::format::duration;
-use gapscope_collectors::trace::{CopyKind, GpuKind, GpuRow, MemKind, Ns};
+use gapscope_collectors::trace::{CopyKind, GpuKind, GpuRow, MemKind, Ns, OpRow};
 use std::collections::HashMap;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
@@ -59,12 +68,12 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let n = cx.n_steps();
     // Blame the call that launched the largest copy: the idle pieces
     // inside the copy calls are few when the GPU is busy copying.
-    let largest = *copies
-        .iter()
-        .max_by_key(|&&c| (g.dur(c.index()), std::cmp::Reverse(c)))
-        .expect("copies");
-    let blame = cx.launch_blame(largest);
-    let place = cx.where_(&blame.0, &blame.2);
+    let largest = |rows: &[GpuRow]| {
+        rows.iter()
+            .copied()
+            .max_by_key(|&c| (g.dur(c.index()), std::cmp::Reverse(c)))
+    };
+    let blame = cx.launch_blame(largest(&copies).expect("copies"));
     let title = format!(
         "{} copies use pageable host memory ({:.1} MB, {} of copies, {} idle)",
         copies.len(),
@@ -73,15 +82,29 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         duration(idle)
     );
     let per = cx.per_step();
-    let hint = format!(
-        "{place} copies {:.1} MB {per} from or to pageable host memory; such copies are \
-         staged by the driver and block the host, so they cannot overlap compute. Use \
-         `DataLoader(pin_memory=True)` and `.to(device, non_blocking=True)`, or allocate the host \
-         buffer pinned once (`torch.empty(..., pin_memory=True)`); calling `.pin_memory()` \
-         right before each copy is slower, not faster. Issue the next batch's copy on a side \
-         stream while this one computes so the copy overlaps compute.",
+    let mut hint = format!(
+        "{} copies {:.1} MB {per} from or to pageable host memory; such copies are staged by \
+         the driver and block the host, so they cannot overlap compute.",
+        issued_by(cx, &blame),
         bytes as f64 / 1e6 / n as f64
     );
+    let (batch, other): (Vec<GpuRow>, Vec<GpuRow>) = copies.iter().partition(|&&c| moves_a_batch(cx, c));
+    if other.is_empty() {
+        hint.push_str(&format!(" {BATCH_ADVICE}"));
+    } else if batch.is_empty() {
+        hint.push_str(&format!(" {}", own_buffer_advice("They")));
+    } else {
+        let other_blame = cx.launch_blame(largest(&other).expect("other copies"));
+        hint.push_str(&format!(
+            " {} of the {} copies move the batch the DataLoader returned: {BATCH_ADVICE} The \
+             other {} (the largest from {}): {}",
+            batch.len(),
+            copies.len(),
+            other.len(),
+            issued_by(cx, &other_blame),
+            own_buffer_advice("they")
+        ));
+    }
     let mut d = Draft::new("D8", "pageable_copies", title, hint);
     d.occurrences = copies.len() as u64;
     for &c in copies.iter().take(super::MAX_EVIDENCE / 2) {
@@ -125,6 +148,80 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     d.pieces = pieces;
     d.blame = Some(blame);
     vec![d]
+}
+
+/// Advice for copies of the DataLoader's batch.
+const BATCH_ADVICE: &str = "Use `DataLoader(pin_memory=True)` and `.to(device, \
+     non_blocking=True)`, or allocate the host buffer pinned once (`torch.empty(..., \
+     pin_memory=True)`); calling `.pin_memory()` right before each copy is slower, not faster. \
+     Issue the next batch's copy on a side stream while this one computes so the copy overlaps \
+     compute.";
+
+/// Advice for copies that are not the DataLoader's batch: its
+/// `pin_memory=True` would not reach them. `subject` starts the sentence.
+fn own_buffer_advice(subject: &str) -> String {
+    format!(
+        "{subject} are not the DataLoader's batch (no DataLoader range leads to them), so \
+         `DataLoader(pin_memory=True)` would not change them. Keep the host tensor pinned for \
+         its lifetime (pin it once with `tensor.pin_memory()`, or allocate it with \
+         `torch.empty(..., pin_memory=True)`, and reuse it) and copy with `non_blocking=True`; \
+         calling `.pin_memory()` right before each copy is slower, not faster. Or keep the data \
+         on the device so that no host copy is needed."
+    )
+}
+
+/// "`op` (in `range`) at `file.py(N): fn`": the operator, annotation and
+/// source that issued a copy.
+fn issued_by(cx: &Cx, (op, annotation, source): &Blame) -> String {
+    let place = cx.where_(op, &None);
+    let place = match annotation {
+        Some(a) => format!("{place} (in `{a}`)"),
+        None => place,
+    };
+    match source {
+        Some(s) => format!("{place} at {s}"),
+        None => place,
+    }
+}
+
+/// Whether pageable copy `copy` moves the DataLoader's batch: its operator
+/// runs inside a DataLoader `__next__` range, or after one on the same
+/// thread with nothing but other copies between (`for x, y in loader:
+/// x.to(dev); y.to(dev)`; on the ResNet-50 trace the 19 MB input copy
+/// starts 0.1 ms after `__next__` returns, the labels' after it).
+fn moves_a_batch(cx: &Cx, copy: GpuRow) -> bool {
+    let t = cx.trace;
+    let Some(op) = t.links.gpu_launch[copy.index()].and_then(|c| t.links.runtime_op[c.index()]) else {
+        return false;
+    };
+    if cx.ops.dataloader[op.index()].is_some() {
+        return true;
+    }
+    let outer = cx.outer_operator(Some(op)).unwrap_or(op);
+    let ops = &t.cpu_ops;
+    let start = ops.start[outer.index()];
+    let rows = t.cpu_ops_of(ops.thread[outer.index()]);
+    let before = rows.start + ops.start[rows.clone()].partition_point(|&s| s < start);
+    for i in (rows.start..before).rev() {
+        if ops.end[i] > start {
+            // A range around the copy (the step, an annotation).
+            continue;
+        }
+        if cx.ops.dataloader[i].is_some() {
+            return true;
+        }
+        let row = Some(OpRow::new(i));
+        let top_operator = cx.ops.operator[i] == row && cx.outer_operator(row) == row;
+        if top_operator && !is_copy_name(t.strings.get(ops.name[i])) {
+            return false;
+        }
+    }
+    false
+}
+
+/// The operators of a `.to(device)` copy.
+fn is_copy_name(name: &str) -> bool {
+    matches!(name, "aten::to" | "aten::_to_copy" | "aten::copy_")
 }
 
 /// Copies smaller than this say little about bandwidth (their time is
