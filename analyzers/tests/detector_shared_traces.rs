@@ -315,6 +315,14 @@ fn trace_diff_compute_waits_for_all_to_all() {
     // before the consumer started, is not a producer, nor is `aten::mul`,
     // which launched another wait's producer.
     assert!(!x.hint.contains("Memset"), "{}", x.hint);
+    // The title's numbers are the named pair's (it said "11 times ...
+    // 20.38 ms", every pair's sum); the rest is said apart.
+    assert_eq!(
+        x.title,
+        "Stream 21 waits 7 times on work of stream 7 (10.89 ms in total; 4 more waits between \
+         other streams, 9.49 ms)"
+    );
+    assert_eq!(x.occurrences, 11);
     assert!(x.hint.contains("recat_copy_async_kernel"), "{}", x.hint);
     assert_eq!(
         x.operator.as_deref(),

@@ -977,6 +977,26 @@ fn waits_of_two_streams() -> Vec<Finding> {
     t.findings()
 }
 
+/// The title counts the waits of the pair it names (stream 9 on stream 7:
+/// 56 + 55 µs), and says apart that stream 11 waited once more (80 µs on
+/// the copy); the hint's total is the named producer's.
+#[test]
+fn d13_title_counts_the_pair_it_names() {
+    let f = waits_of_two_streams();
+    let x = find(&f, "cross_stream_wait").expect("D13");
+    assert_eq!(x.occurrences, 3);
+    assert_eq!(
+        x.title,
+        "Stream 9 waits 2 times on work of stream 7 (111.0 µs in total; 1 more wait between \
+         other streams, 80.0 µs)"
+    );
+    assert!(
+        x.hint.contains("(launched by `aten::addmm`), 111.0 µs in total"),
+        "{}",
+        x.hint
+    );
+}
+
 #[test]
 fn d13_names_the_operator_of_the_producer_it_names() {
     let f = waits_of_two_streams();
