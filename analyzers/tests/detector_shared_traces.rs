@@ -597,3 +597,36 @@ fn resnet50_batch_copies_get_dataloader_advice() {
         stall[0].hint
     );
 }
+
+/// HTA's nccl_data rank: each `DistributedDataParallel.forward` starts by
+/// flattening its buffers, broadcasting them (`c10d::broadcast_`, Float and
+/// Long) and unflattening them (`aten::unflatten_dense_tensors`, 15.25 and
+/// 7.34 ms in the first forward): DDP's `broadcast_buffers=True`. The D2
+/// finding on the range names that share and the switch; no finding
+/// elsewhere does.
+#[test]
+fn nccl_data_ddp_forward_names_its_buffer_broadcast() {
+    let f = shared_findings(
+        "hta/nccl_parser_config/nccl_data.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let ddp: Vec<&Finding> = f
+        .iter()
+        .filter(|x| x.annotation.as_deref() == Some("DistributedDataParallel.forward"))
+        .filter(|x| x.id == "cpu_bound_range")
+        .collect();
+    assert_eq!(ddp.len(), 1, "{f:?}");
+    let h = &ddp[0].hint;
+    assert!(h.contains("broadcast_buffers=False"), "{h}");
+    // About a third of the range's idle time (84 ms of 239 ms by an
+    // independent sum over the flatten / broadcast / unflatten rows).
+    let share: u32 = h
+        .split(" % of this time")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no share in: {h}"));
+    assert!((30..=45).contains(&share), "{share} %: {h}");
+    let others = f.iter().filter(|x| x.hint.contains("broadcast_buffers")).count();
+    assert_eq!(others, 1, "only the DDP forward's finding names it");
+}

@@ -1352,6 +1352,64 @@ fn d2_cpu_bound_range() {
     assert!(find(&f, "cpu_bound_operator").is_none());
 }
 
+/// D2 and DDP's buffer broadcast: inside `DistributedDataParallel.forward`
+/// the buffers are flattened, broadcast from rank 0 and unflattened
+/// (30 µs of the range's 60 µs), then the model's own operator runs. The
+/// hint names the share and `broadcast_buffers=False`; the same operators
+/// outside a DDP forward (`ddp = false`) are not DDP's buffer sync.
+///
+/// ```text
+/// µs          0    10       25 27 30   40 42          70 72 75      100
+/// stream 7    [k1..]                                        [k2........]
+/// thread 1    [DistributedDataParallel.forward (or `features`)..]
+///                  [flatten][bc][unflatten]  [aten::sort....]  [L2]
+/// ```
+fn ddp_forward(ddp: bool) -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    let range = if ddp {
+        "DistributedDataParallel.forward"
+    } else {
+        "features"
+    };
+    t.op_as(10, 70, range, CpuOpKind::UserAnnotation);
+    t.op(10, 25, "aten::flatten_dense_tensors");
+    t.op(27, 30, "c10d::broadcast_");
+    t.op(30, 40, "aten::unflatten_dense_tensors");
+    t.op(42, 70, "aten::sort");
+    t.kernel(7, 0, 10, 1);
+    t.call(72, 74, "cudaLaunchKernel", 2).kernel(7, 75, 100, 2);
+    t.findings()
+}
+
+#[test]
+fn d2_names_ddp_buffer_broadcast_inside_a_ddp_forward() {
+    let f = ddp_forward(true);
+    let x = f
+        .iter()
+        .find(|x| x.detector == "D2" && x.hint.contains("DistributedDataParallel.forward"))
+        .expect("D2 on the DDP forward");
+    assert!(x.hint.contains("broadcast_buffers=False"), "{}", x.hint);
+    // The range keeps the unflatten's 10 µs of its 40 (the flatten, 15
+    // µs, is a finding of its own, all of it the broadcast's; the 3 µs of
+    // `c10d::broadcast_`, a collective, are not CPU-bound time).
+    assert!(
+        x.hint.contains("(10.0 µs) is DDP's buffer broadcast"),
+        "{}",
+        x.hint
+    );
+    let flatten = find(&f, "cpu_bound_operator").expect("flatten on its own");
+    assert_eq!(flatten.operator.as_deref(), Some("aten::flatten_dense_tensors"));
+    assert!(flatten.hint.contains("100 % of this time"), "{}", flatten.hint);
+}
+
+#[test]
+fn d2_near_miss_the_same_operators_outside_ddp_are_no_buffer_sync() {
+    let f = ddp_forward(false);
+    assert!(f.iter().any(|x| x.detector == "D2"), "{f:?}");
+    assert!(f.iter().all(|x| !x.hint.contains("broadcast_buffers")), "{f:?}");
+}
+
 /// D2 by user range names the operator with the most idle time by name,
 /// summed over its call sites: `aten::cumsum` in three modules (3 × 10 µs)
 /// outweighs `aten::sort` (25 µs), though each of its sites holds less.
