@@ -172,6 +172,19 @@ fn summaries_reduce_to_the_same_job() {
     assert_eq!(d["rows"], 4 * 3 * 8);
     assert_eq!(d["ranks"], serde_json::json!([0, 1, 2, 3]));
     assert_eq!(d["kinds"], serde_json::json!(["all_reduce", "all_to_all"]));
+    // Each rank's summary says what its trace shows the program doing,
+    // which the job's hints read.
+    let w = py(
+        "import json, sys\nimport pyarrow.parquet as pq\nt = pq.read_table(sys.argv[1] + '/ranks')\n\
+         print(json.dumps(sorted(set(t.column('workload').to_pylist()))))",
+        &[&sums],
+    );
+    let workloads = w.as_array().unwrap();
+    assert_eq!(workloads.len(), 1, "{w}");
+    assert!(
+        ["training", "no_backward_or_optimizer", "unknown"].contains(&workloads[0].as_str().unwrap()),
+        "{w}"
+    );
     // A text report reads them too.
     let t = run(&["analyze"], &[&sums]).expect_code(0).stdout;
     assert!(t.starts_with("job: 4 ranks of 4"), "{t}");

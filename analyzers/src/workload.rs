@@ -17,9 +17,11 @@
 
 use crate::names::{is_backward_name, is_optimizer_name};
 use gapscope_collectors::trace::{CpuOpKind, Trace};
+use serde::{Deserialize, Serialize};
 
 /// What the trace's CPU operators show about the workload.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Workload {
     /// An autograd backward node (`autograd::engine::evaluate_function:
     /// ...`, `AddmmBackward0`) or an optimizer range
@@ -56,6 +58,43 @@ impl Workload {
         } else {
             Workload::Unknown
         }
+    }
+
+    /// The name summaries and JSON use: `training`,
+    /// `no_backward_or_optimizer`, `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Workload::Training => "training",
+            Workload::NoBackwardOrOptimizer => "no_backward_or_optimizer",
+            Workload::Unknown => "unknown",
+        }
+    }
+
+    /// The workload [`as_str`](Self::as_str) names; `None` for any other
+    /// text.
+    pub fn from_name(name: &str) -> Option<Workload> {
+        [
+            Workload::Training,
+            Workload::NoBackwardOrOptimizer,
+            Workload::Unknown,
+        ]
+        .into_iter()
+        .find(|w| w.as_str() == name)
+    }
+
+    /// What several traces (a job's ranks) show together: training when
+    /// any rank shows it, no backward or optimizer when every rank with
+    /// CPU operators shows none, else cannot tell.
+    pub fn of_all(each: impl IntoIterator<Item = Workload>) -> Workload {
+        let mut all = Workload::Unknown;
+        for w in each {
+            match w {
+                Workload::Training => return Workload::Training,
+                Workload::NoBackwardOrOptimizer => all = Workload::NoBackwardOrOptimizer,
+                Workload::Unknown => {}
+            }
+        }
+        all
     }
 
     /// Whether training advice may apply: the trace shows training, or

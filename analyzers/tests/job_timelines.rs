@@ -9,6 +9,7 @@ use gapscope_analyzers::job::summary::{CollectiveCall, LeadIn, RankStep, SUMMARY
 use gapscope_analyzers::job::{
     analyze_job, summarize_rank, JobAnalysis, JobFinding, JobOptions, RankSummary,
 };
+use gapscope_analyzers::workload::Workload;
 use gapscope_collectors::trace::Sketch;
 
 /// A call: kind, start, end, lead-in start, and the lead-in's parts as
@@ -62,6 +63,7 @@ fn rank(rank: i64, origin: i64, step_end: i64, calls: &[Call]) -> RankSummary {
             })
             .collect(),
         gloo_collectives: 0,
+        workload: Workload::Training,
         analysis: None,
     }
 }
@@ -431,7 +433,12 @@ fn exposed(j: &JobAnalysis) -> Option<&JobFinding> {
 /// together at 600 (no wait); it runs to 900, and compute on stream 8
 /// hides all of the transfer but the last `exposed[r]` µs on rank r.
 fn exposed_job(exposed: [i64; 3], step: i64) -> JobAnalysis {
-    let ranks: Vec<RankSummary> = exposed
+    analyze_job(&exposed_ranks(exposed, step), &JobOptions::default())
+}
+
+/// The ranks of [`exposed_job`].
+fn exposed_ranks(exposed: [i64; 3], step: i64) -> Vec<RankSummary> {
+    exposed
         .iter()
         .enumerate()
         .map(|(r, &x)| {
@@ -448,8 +455,7 @@ fn exposed_job(exposed: [i64; 3], step: i64) -> JobAnalysis {
                 },
             )
         })
-        .collect();
-    analyze_job(&ranks, &JobOptions::default())
+        .collect()
 }
 
 /// ```text
@@ -490,6 +496,37 @@ fn exposed_communication_on_the_median_rank() {
         f.title,
         "collective transfers that no compute hides take 200 µs per step on the median rank (20% of the job's step)"
     );
+}
+
+/// The job's advice follows what its ranks' traces show: with no backward
+/// pass or optimizer step on any rank (tensor-parallel inference), no
+/// gradient overlap advice; one rank that shows training brings it back.
+/// (The drawn ranks record no CPU operators: they cannot tell, and keep
+/// the training advice, as in the test above.)
+#[test]
+fn exposed_communication_advice_follows_the_ranks_workload() {
+    let hint = |each: [Workload; 3]| {
+        let mut ranks = exposed_ranks([300, 200, 0], 1000);
+        for (r, w) in ranks.iter_mut().zip(each) {
+            r.workload = w;
+        }
+        let j = analyze_job(&ranks, &JobOptions::default());
+        exposed(&j).expect("exposed").hint.clone()
+    };
+    let none = Workload::NoBackwardOrOptimizer;
+    let forward = hint([none; 3]);
+    assert!(!forward.contains("backward_prefetch"), "{forward}");
+    assert!(
+        forward.contains("No rank's trace has a backward pass"),
+        "{forward}"
+    );
+    let training = hint([none, Workload::Training, none]);
+    assert!(
+        training.contains("gradient all-reduce with backward"),
+        "{training}"
+    );
+    let unknown = hint([Workload::Unknown; 3]);
+    assert_eq!(unknown, training);
 }
 
 /// Overlapped and near misses: one rank exposes 300 µs but the median rank

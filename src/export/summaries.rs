@@ -97,6 +97,7 @@ pub fn write(s: &RankSummary, dir: &Path, opts: &Options) -> std::io::Result<Vec
                 col("window_start_ns", I64(Box::new(|_| s.window.0))),
                 col("window_end_ns", I64(Box::new(|_| s.window.1))),
                 col("gloo_collectives", U64(Box::new(|_| s.gloo_collectives))),
+                col("workload", Text(Box::new(|_| s.workload.as_str()))),
             ],
         },
         Table {

@@ -8,6 +8,7 @@ use gapscope_analyzers::breakdown::{Breakdown, MemcpyByKind};
 use gapscope_analyzers::causes::{Cause, CauseTotals};
 use gapscope_analyzers::job::summary::{CollectiveCall, LeadIn, LeadOp, RankStep, SUMMARY_VERSION};
 use gapscope_analyzers::job::RankSummary;
+use gapscope_analyzers::workload::Workload;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
 use std::collections::{BTreeMap, HashMap};
@@ -220,6 +221,18 @@ fn read_one(dir: &Path, stem: &str) -> Result<RankSummary> {
             m.i64("gloo_collectives")? as u64
         } else {
             0
+        },
+        // Summaries written before this column cannot tell.
+        workload: if m.0.contains_key("workload") {
+            let name = m.text("workload")?;
+            Workload::from_name(&name).ok_or_else(|| {
+                anyhow!(
+                    "column `workload` holds {name:?}: expected training, \
+                     no_backward_or_optimizer or unknown"
+                )
+            })?
+        } else {
+            Workload::Unknown
         },
         analysis: None,
     })

@@ -16,6 +16,7 @@ use super::align::median;
 use super::finding::JobFinding;
 use super::JobStep;
 use crate::format::duration_coarse;
+use crate::workload::Workload;
 use gapscope_collectors::trace::Ns;
 use std::collections::BTreeMap;
 
@@ -24,8 +25,27 @@ const MIN_EXPOSED_NS: Ns = 100_000;
 /// Smallest exposed transfer as a share of the median step.
 const MIN_SHARE: f64 = 0.05;
 
+/// How to hide the transfers: gradient overlap only where a rank's trace
+/// may show training (a backward pass or an optimizer step).
+fn overlap_advice(workload: Workload) -> String {
+    const ASYNC: &str = "issue all-to-alls with `async_op=True`, waiting only where the result is used.";
+    match workload {
+        Workload::NoBackwardOrOptimizer => format!(
+            "No rank's trace has a backward pass or an optimizer step, so there is no gradient \
+             communication to overlap with backward: in a tensor-parallel forward pass each \
+             layer's collective is on the critical path, and fewer, larger collectives (fused \
+             all-reduce kernels, a smaller tensor-parallel degree) shorten it; {ASYNC}"
+        ),
+        Workload::Training | Workload::Unknown => format!(
+            "Overlap communication with compute: let DDP overlap gradient all-reduce with \
+             backward (tune `bucket_cap_mb`, avoid `find_unused_parameters=True`), use FSDP's \
+             `backward_prefetch` and `forward_prefetch`, and {ASYNC}"
+        ),
+    }
+}
+
 /// The finding, when the job's steps show one.
-pub fn finding(steps: &[JobStep]) -> Option<JobFinding> {
+pub fn finding(steps: &[JobStep], workload: Workload) -> Option<JobFinding> {
     let with_ranks: Vec<&JobStep> = steps.iter().filter(|s| s.ranks.len() >= 2).collect();
     if with_ranks.is_empty() {
         return None;
@@ -51,10 +71,7 @@ pub fn finding(steps: &[JobStep]) -> Option<JobFinding> {
             duration_coarse(exposed),
             exposed as f64 * 100.0 / step.max(1) as f64
         ),
-        hint: "Overlap communication with compute: let DDP overlap gradient all-reduce with backward (tune \
-               `bucket_cap_mb`, avoid `find_unused_parameters=True`), use FSDP's `backward_prefetch` and \
-               `forward_prefetch`, and issue all-to-alls with `async_op=True`, waiting only where the result is used."
-            .into(),
+        hint: overlap_advice(workload),
         culprit_rank: None,
         step: None,
         steps: with_ranks.iter().map(|s| s.step).collect(),

@@ -35,6 +35,7 @@ pub use summary::{summarize, summarize_rank, summarize_selected, RankSummary};
 use crate::analysis::Analysis;
 use crate::breakdown::Breakdown;
 use crate::causes::{Cause, CauseTotals};
+use crate::workload::Workload;
 use align::{median, Alignment, RankAlignment};
 use arrivals::{Clock, Timed};
 use culprit::Blamed;
@@ -338,7 +339,8 @@ pub fn analyze_job_timeline(ranks: &[RankSummary], opts: &JobOptions) -> (JobAna
             .filter(|f| f.est_savings_ns >= opts.min_lateness_ns),
     );
     let steps = job_steps(ranks, &clock, &timed, &late, &step_numbers);
-    findings.extend(exposed::finding(&steps));
+    let workload = Workload::of_all(ranks.iter().map(|r| r.workload));
+    findings.extend(exposed::finding(&steps, workload));
     finding::rank_findings(&mut findings);
 
     let world_size = agreed_world_size(ranks);

@@ -31,6 +31,7 @@ use crate::kinds::{classify, WorkClass};
 use crate::segments::IdleSegment;
 use crate::session::Session;
 use crate::window::Step;
+use crate::workload::Workload;
 use gapscope_collectors::trace::{Ns, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -69,6 +70,12 @@ pub struct RankSummary {
     /// talk through gloo alone cannot have its clocks aligned, and says so.
     #[serde(default)]
     pub gloo_collectives: u64,
+    /// What the rank's CPU operators show: training (a backward pass or an
+    /// optimizer step), neither, or cannot tell (absent in older
+    /// summaries, read as cannot tell). Job hints give the advice that
+    /// applies.
+    #[serde(default)]
+    pub workload: Workload,
     /// The rank's own analysis (every device), for per-rank views; left
     /// out of summaries written for a distributed reduce.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -210,6 +217,7 @@ pub fn summarize(session: &Session, rank: Option<i64>) -> RankSummary {
         steps: Vec::new(),
         collectives: Vec::new(),
         gloo_collectives: gloo_ranges(selected),
+        workload: Workload::of(selected),
         analysis: None,
     };
     let Some(d) = device.and_then(|device| session.device(device)) else {
