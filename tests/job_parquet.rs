@@ -205,7 +205,20 @@ fn summarize_of_bad_inputs() {
         "{}",
         r.stderr
     );
-    assert!(out
-        .join("ranks/rank-000000-worker0_step_12.1694128201545.pt.trace.parquet")
-        .exists());
+    let ranks = out.join("ranks/rank-000000-worker0_step_12.1694128201545.pt.trace.parquet");
+    assert!(ranks.exists());
+    // A summary whose workload is no known name: one line, exit 2.
+    py(
+        "import sys, json\nimport pyarrow as pa, pyarrow.parquet as pq\nt = pq.read_table(sys.argv[1])\n\
+         t = t.set_column(t.schema.get_field_index('workload'), 'workload', pa.array(['bogus']))\n\
+         pq.write_table(t, sys.argv[1])\nprint(json.dumps(None))",
+        &[&ranks],
+    );
+    let r = run(&["analyze"], &[&out]).expect_code(2);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("column `workload` holds \"bogus\""),
+        "{}",
+        r.stderr
+    );
 }

@@ -71,6 +71,16 @@ const XDIT: &str = "tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz
 const B200: &str = "tracelens/b200/eager_trace.json.gz";
 const H100_QWEN: &str = "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz";
 const MI300_QWEN: &str = "tracelens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz";
+/// Every TraceLens trace these tests read.
+const TRACELENS: [&str; 7] = [
+    GRAPH_EXECUTION,
+    GRAPH_CAPTURE,
+    SGLANG,
+    XDIT,
+    B200,
+    H100_QWEN,
+    MI300_QWEN,
+];
 
 /// Item 1. All work is issued by 2.41 ms; the first GPU row (a
 /// host-to-device `hipMemcpyAsync` returned at 0.54 ms) starts at 8.37 ms
@@ -500,15 +510,7 @@ fn window_ends_at_the_last_real_event() {
 fn the_tracelens_traces_are_present() {
     let mut files = Vec::new();
     trace_files(&shared().join("tracelens"), &mut files);
-    for rel in [
-        GRAPH_EXECUTION,
-        GRAPH_CAPTURE,
-        SGLANG,
-        XDIT,
-        B200,
-        H100_QWEN,
-        MI300_QWEN,
-    ] {
+    for rel in TRACELENS {
         assert!(
             files
                 .iter()
@@ -556,15 +558,7 @@ fn b200_and_mi300x_gemms_count_as_tensor_core_kernels() {
 /// the call:                  the longest call").
 #[test]
 fn titles_and_hints_hold_no_runs_of_spaces() {
-    for rel in [
-        GRAPH_EXECUTION,
-        GRAPH_CAPTURE,
-        SGLANG,
-        XDIT,
-        B200,
-        H100_QWEN,
-        MI300_QWEN,
-    ] {
+    for rel in TRACELENS {
         let a = analysis(rel);
         for f in a["findings"].as_array().unwrap() {
             for key in ["title", "hint"] {

@@ -523,7 +523,7 @@ fn traced_generated_code(n: Ns, call_us: Ns) -> String {
     t.o(0, end + 20, "ProfilerStep#1")
         .call(0, 2, "cudaLaunchKernel", 1);
     t.o(10, end, "Torch-Compiled Region: 0/0")
-        .o(11, end - 2, "/tmp/torchinductor_u/ab/cab.py(10): call");
+        .o(11, end - 2, "torchinductor_u/ab/cab.py(10): call");
     for i in 0..n {
         let s = 12 + step * i;
         t.o(s, s + call_us, "<built-in function assert_size_stride>");

@@ -549,8 +549,9 @@ fn is_compiled_source(src: &str) -> bool {
     is_generated_source(src) || src.contains("/_inductor/")
 }
 
-/// True for a source frame in the code Inductor generated (its cache,
-/// `/tmp/torchinductor_<user>/`), not its runtime library.
+/// True for a source frame in the code Inductor generated (its cache, a
+/// `torchinductor_<user>` directory under the system's temp dir), not its
+/// runtime library.
 fn is_generated_source(src: &str) -> bool {
     src.contains("torchinductor")
 }
