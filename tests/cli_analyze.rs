@@ -209,6 +209,21 @@ fn several_traces_give_a_json_array_and_one_text_section_each() {
     assert!(t.stdout.contains(&a.display().to_string()) && t.stdout.contains(&b.display().to_string()));
 }
 
+/// One of a thing is said in the singular: TraceLens' vLLM graph decode
+/// has one slow launch call beside 14 long launch delays.
+#[test]
+fn launch_counts_take_the_singular_for_one() {
+    let p = shared_trace("tracelens/inference/vllm_decode_full/graph_execution.json.gz");
+    let r = gapscope([OsString::from("analyze"), p.into()]).expect_code(0);
+    assert!(
+        r.stdout.contains(
+            "8 short kernels (GPU time shorter than their launch call), 1 slow launch call, 14 long launch delays"
+        ),
+        "{}",
+        r.stdout
+    );
+}
+
 #[test]
 fn shared_resnet50_trace_json_adds_up() {
     let p = shared_trace("kineto-tb-plugin/resnet50_num_workers_0.worker0.1623143089861.pt.trace.json.gz");

@@ -257,6 +257,50 @@ fn shared_cpu_only_rank_is_not_an_error() {
     assert!(r.stdout.contains("no GPU activity found in"), "{}", r.stdout);
 }
 
+/// HTA's CUPTI-counter trace holds 77 range-profiler records and no GPU
+/// activity: the profiler was asked for counters, not left without CUDA.
+#[test]
+fn counter_only_trace_says_what_it_holds_instead() {
+    let p = shared_trace("hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz");
+    let args: Vec<OsString> = vec!["analyze".into(), p.clone().into()];
+    let r = gapscope(&args).expect_code(0);
+    assert!(
+        r.stdout.contains("no GPU activity found in")
+            && r.stdout
+                .contains("it holds 77 CUPTI range-profiler records instead")
+            && r.stdout.contains("without `profiler_metrics`"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("ProfilerActivity.CUDA"), "{}", r.stdout);
+    let args: Vec<OsString> = vec![
+        "analyze".into(),
+        "--format".into(),
+        "json".into(),
+        p.clone().into(),
+    ];
+    let j = gapscope(&args).expect_code(0).json();
+    assert_eq!(j["devices"], serde_json::json!([]));
+    assert_eq!(j["diagnostics"]["counter_ranges"], 77);
+    // The report says the same.
+    let args: Vec<OsString> = vec![
+        "report".into(),
+        "--format".into(),
+        "md".into(),
+        "-o".into(),
+        "-".into(),
+        p.clone().into(),
+    ];
+    let r = gapscope(&args).expect_code(0);
+    assert!(
+        r.stdout.contains(
+            "No GPU activity was found in this trace: it holds 77 CUPTI range-profiler records instead"
+        ),
+        "{}",
+        r.stdout
+    );
+}
+
 #[test]
 fn skipped_events_give_one_warning_line() {
     // Two events the importer cannot use (no timestamp, negative duration)

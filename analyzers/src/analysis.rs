@@ -184,6 +184,32 @@ pub struct AnalysisDiagnostics {
     pub gpu_rows_without_launch: u64,
     /// What the importer counted (skipped events and the like), by reason.
     pub importer: BTreeMap<String, u64>,
+    /// CUPTI range-profiler records in the selection (per-kernel hardware
+    /// counters, `torch.profiler._ExperimentalConfig(profiler_metrics=...)`):
+    /// the profiler records them in place of GPU activity.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub counter_ranges: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Analysis {
+    /// Why the analysis has no device, for views to say after "no GPU
+    /// activity found": the trace holds counter records instead, or the
+    /// profiler was not asked for GPU activity at all.
+    pub fn why_no_gpu_activity(&self) -> String {
+        match self.diagnostics.counter_ranges {
+            0 => "was the profiler run with ProfilerActivity.CUDA?".to_string(),
+            n => format!(
+                "it holds {n} CUPTI range-profiler records instead (per-kernel hardware counters \
+                 from `torch.profiler._ExperimentalConfig(profiler_metrics=...)`, which the \
+                 profiler records in place of kernel, copy and memset activity). Profile again \
+                 without `profiler_metrics` to see where the GPU's time goes."
+            ),
+        }
+    }
 }
 
 /// Number of rows per table.

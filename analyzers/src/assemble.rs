@@ -17,7 +17,7 @@ use crate::session::Session;
 use crate::temporal::{temporal, Temporal};
 use crate::window;
 use gapscope_collectors::trace::parallel::both;
-use gapscope_collectors::trace::Trace;
+use gapscope_collectors::trace::{MarkerKind, Trace};
 
 impl Session<'_> {
     /// The serializable analysis.
@@ -211,5 +211,11 @@ fn diagnostics(trace: &Trace, selected: &Trace) -> AnalysisDiagnostics {
         sync_records: (0..gpu.len()).filter(|&i| !gpu.is_busy(i)).count() as u64,
         gpu_rows_without_launch: selected.links.gpu_launch.iter().filter(|r| r.is_none()).count() as u64,
         importer: trace.diagnostics.counts.clone(),
+        counter_ranges: selected
+            .markers
+            .kind
+            .iter()
+            .filter(|&&k| k == MarkerKind::CounterRange)
+            .count() as u64,
     }
 }

@@ -222,6 +222,12 @@ fn every_field() -> Trace {
         origin + 80,
         step,
     ));
+    b.push_marker(Marker::new(
+        MarkerKind::CounterRange,
+        origin + 62,
+        origin + 90,
+        mm,
+    ));
     let mut nan = Marker::new(MarkerKind::Instant, origin + 61, origin + 61, step);
     nan.value = f64::NAN;
     b.push_marker(nan);

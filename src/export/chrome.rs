@@ -244,8 +244,12 @@ pub fn write<W: Write>(trace: &Trace, out: W) -> io::Result<ChromeCounts> {
                 t(m.start[i]),
                 m.value[i]
             ))?,
-            MarkerKind::GpuAnnotation | MarkerKind::ProfilerOverhead => {
-                let cat = if m.kind[i] == MarkerKind::GpuAnnotation { "gpu_user_annotation" } else { "overhead" };
+            MarkerKind::GpuAnnotation | MarkerKind::ProfilerOverhead | MarkerKind::CounterRange => {
+                let cat = match m.kind[i] {
+                    MarkerKind::GpuAnnotation => "gpu_user_annotation",
+                    MarkerKind::CounterRange => "cuda_profiler_range",
+                    _ => "overhead",
+                };
                 o.counts.complete_events += 1;
                 o.event(format_args!(
                     "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {name}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"device\": {}, \"stream\": {}}}}}",

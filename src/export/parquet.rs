@@ -157,6 +157,7 @@ fn marker_kind(k: MarkerKind) -> &'static str {
         MarkerKind::Counter => "counter",
         MarkerKind::GpuAnnotation => "gpu_annotation",
         MarkerKind::ProfilerOverhead => "profiler_overhead",
+        MarkerKind::CounterRange => "counter_range",
     }
 }
 

@@ -52,8 +52,9 @@ fn trace_section(out: &mut dyn Write, r: &Analysed) -> io::Result<()> {
         }
         return writeln!(
             out,
-            "no GPU activity found in {}: was the profiler run with ProfilerActivity.CUDA?",
-            r.name
+            "no GPU activity found in {}: {}",
+            r.name,
+            a.why_no_gpu_activity()
         );
     }
     for d in &a.devices {
@@ -420,7 +421,9 @@ fn launch_line(out: &mut dyn Write, d: &DeviceReport) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "    {} short kernels (GPU time shorter than their launch call), {} slow launch calls, {} long launch delays",
-        l.short_kernels, l.runtime_outliers, l.launch_delay_outliers
+        "    {} (GPU time shorter than their launch call), {}, {}",
+        count(l.short_kernels, "short kernel", "short kernels"),
+        count(l.runtime_outliers, "slow launch call", "slow launch calls"),
+        count(l.launch_delay_outliers, "long launch delay", "long launch delays")
     )
 }

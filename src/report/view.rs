@@ -412,8 +412,10 @@ fn headline(a: &Analysis, top_finding: Option<FindingRow>) -> Headline {
     let summary = if n == 0 && a.window.basis == "empty" {
         "Nothing to analyse: the step selection kept no step of this trace.".to_string()
     } else if n == 0 {
-        "No GPU activity was found in this trace: was the profiler run with ProfilerActivity.CUDA?"
-            .to_string()
+        format!(
+            "No GPU activity was found in this trace: {}",
+            a.why_no_gpu_activity()
+        )
     } else {
         let mut s = if n == 1 {
             format!(

@@ -350,6 +350,7 @@ pub fn marker_kind_tag(k: MarkerKind) -> u8 {
         MarkerKind::Counter => 1,
         MarkerKind::GpuAnnotation => 2,
         MarkerKind::ProfilerOverhead => 3,
+        MarkerKind::CounterRange => 4,
     }
 }
 
@@ -360,6 +361,7 @@ pub fn marker_kind(t: u8) -> Option<MarkerKind> {
         1 => MarkerKind::Counter,
         2 => MarkerKind::GpuAnnotation,
         3 => MarkerKind::ProfilerOverhead,
+        4 => MarkerKind::CounterRange,
         _ => return None,
     })
 }
@@ -406,6 +408,6 @@ mod tests {
                 assert_eq!(marker_kind_tag(k), t);
             }
         }
-        assert!(gpu_kind(4).is_none() && marker_kind(4).is_none() && mem_kind(6).is_none());
+        assert!(gpu_kind(4).is_none() && marker_kind(5).is_none() && mem_kind(6).is_none());
     }
 }

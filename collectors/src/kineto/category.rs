@@ -46,7 +46,7 @@ pub fn classify(cat: &str, name: &str) -> Class {
         "gpu_user_annotation" => Class::GpuMarker(MarkerKind::GpuAnnotation),
         // CUPTI range-profiler replays: a kernel measured in isolation with
         // counters, whose duration is the replay's, not the run's.
-        "cuda_profiler_range" => Class::GpuMarker(MarkerKind::GpuAnnotation),
+        "cuda_profiler_range" => Class::GpuMarker(MarkerKind::CounterRange),
         "overhead" | "Overhead" => Class::GpuMarker(MarkerKind::ProfilerOverhead),
         _ if name == "CUPTI Overhead" => Class::GpuMarker(MarkerKind::ProfilerOverhead),
         _ => Class::Unknown,
@@ -151,6 +151,10 @@ mod tests {
         assert_eq!(
             classify("gpu_user_annotation", "ProfilerStep#1"),
             Class::GpuMarker(MarkerKind::GpuAnnotation)
+        );
+        assert_eq!(
+            classify("cuda_profiler_range", "ampere_sgemm_32x32_sliced1x4_tn"),
+            Class::GpuMarker(MarkerKind::CounterRange)
         );
         assert_eq!(
             classify("Trace", "PyTorch Profiler (0)"),

@@ -188,6 +188,11 @@ pub enum MarkerKind {
     GpuAnnotation,
     /// A profiler overhead or buffer-flush range (never the user's fault).
     ProfilerOverhead,
+    /// A CUPTI range-profiler record (Kineto's `cuda_profiler_range`): one
+    /// kernel's or range's hardware counters. The profiler records these in
+    /// place of kernel, copy and memset activity, and their times are the
+    /// measurement's, not the run's.
+    CounterRange,
 }
 
 columnar_table!(
