@@ -106,6 +106,17 @@ pub fn times(n: usize) -> String {
     }
 }
 
+/// The items as a list in prose: `a`, `a and b`, `a, b and c` (empty for
+/// none).
+pub fn and_list(items: impl IntoIterator<Item = String>) -> String {
+    let items: Vec<String> = items.into_iter().collect();
+    match items.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// `n` and the noun for it: `count(1, "call", "calls")` is `1 call`,
 /// `count(3, "call", "calls")` is `3 calls`.
 pub fn count(n: u64, one: &str, many: &str) -> String {
@@ -169,6 +180,15 @@ fn trailing_args(s: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_join_with_commas_and_a_last_and() {
+        let l = |v: &[&str]| and_list(v.iter().map(|s| s.to_string()));
+        assert_eq!(l(&[]), "");
+        assert_eq!(l(&["a"]), "a");
+        assert_eq!(l(&["a", "b"]), "a and b");
+        assert_eq!(l(&["a", "b", "c"]), "a, b and c");
+    }
 
     #[test]
     fn counts_take_the_singular_for_one() {

@@ -34,8 +34,44 @@ pub fn is_sync_api(name: &str) -> bool {
     SYNC_APIS.iter().any(|s| api.starts_with(s))
 }
 
+/// What a synchronize call waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SyncScope {
+    /// Every stream of the device (`cudaDeviceSynchronize`, the context and
+    /// thread forms).
+    Device,
+    /// One stream (`cudaStreamSynchronize`).
+    Stream,
+    /// The work queued before one recorded event, on the event's stream
+    /// (`cudaEventSynchronize`).
+    Event,
+}
+
+/// The scope of synchronize call `name`; `None` when it is not one
+/// ([`is_sync_api`]).
+pub fn sync_scope(name: &str) -> Option<SyncScope> {
+    if !is_sync_api(name) {
+        None
+    } else if is_stream_sync_api(name) {
+        Some(SyncScope::Stream)
+    } else if api_name(name).contains("EventSynchronize") {
+        Some(SyncScope::Event)
+    } else {
+        Some(SyncScope::Device)
+    }
+}
+
+/// Event elapsed time: reading the time between two recorded events
+/// (`cudaEventElapsedTime`, `cuEventElapsedTime`, `hipEventElapsedTime`),
+/// which timing code does after waiting for the later one.
+pub fn is_event_elapsed_api(name: &str) -> bool {
+    name.contains("EventElapsedTime")
+}
+
 /// Stream sync: a synchronize that waits for one stream only
-/// (`cudaStreamSynchronize`); the others wait for the whole device.
+/// (`cudaStreamSynchronize`); device and context synchronize wait for the
+/// whole device, event synchronize for the work before one event
+/// ([`sync_scope`]).
 pub fn is_stream_sync_api(name: &str) -> bool {
     let api = api_name(name);
     [
@@ -450,6 +486,13 @@ mod tests {
             assert!(!is_sync_api(n), "{n}");
         }
         assert!(is_stream_sync_api("cuStreamSynchronize"));
+        assert_eq!(sync_scope("cudaEventSynchronize"), Some(SyncScope::Event));
+        assert_eq!(sync_scope("hipEventSynchronize"), Some(SyncScope::Event));
+        assert_eq!(sync_scope("cuStreamSynchronize"), Some(SyncScope::Stream));
+        assert_eq!(sync_scope("cuCtxSynchronize"), Some(SyncScope::Device));
+        assert_eq!(sync_scope("__cudaDeviceSynchronize"), Some(SyncScope::Device));
+        assert_eq!(sync_scope("cudaEventQuery"), None);
+        assert!(is_event_elapsed_api("cudaEventElapsedTime") && !is_event_elapsed_api("cudaEventRecord"));
         assert!(!is_stream_sync_api("cudaDeviceSynchronize"));
         assert!(is_memcpy_api("cudaMemcpyAsync") && is_memcpy_api("hipMemcpyWithStream"));
         assert!(!is_memcpy_api("cudaMemsetAsync") && is_memset_api("cudaMemsetAsync"));

@@ -630,3 +630,69 @@ fn nccl_data_ddp_forward_names_its_buffer_broadcast() {
     let others = f.iter().filter(|x| x.hint.contains("broadcast_buffers")).count();
     assert_eq!(others, 1, "only the DDP forward's finding names it");
 }
+
+/// The ROCm trace's 6.54 ms `hipLaunchKernel` (inside `AccumulateGrad`) is
+/// the first launch of its add kernel; the second takes 4.7 µs. The trace
+/// records no code loading (ROCm's never do), so the hint names the first
+/// launch before descheduling.
+#[test]
+fn amd_slow_launch_is_its_kernels_first() {
+    let f = shared_findings(AMD, &AnalyzeOptions::default());
+    let x = of(&f, "slow_runtime_calls");
+    assert_eq!(x.len(), 1, "{f:?}");
+    assert!(
+        x[0].hint.contains("The longest call is the first launch of `at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>")
+            && x[0].hint.contains("(its one later launch takes 4.7 µs)")
+            && x[0].hint.contains("HIP_ENABLE_DEFERRED_LOADING=0"),
+        "{}",
+        x[0].hint
+    );
+}
+
+/// DDP times its first iterations with CUDA events: on nccl_data, 24
+/// `cudaEventSynchronize` calls inside `DistributedDataParallel.forward`,
+/// each followed by `cudaEventElapsedTime`. HTA's event-sync trace waits
+/// on an event it then reads, and synchronizes the device once at the end.
+#[test]
+fn event_waits_read_as_timers_get_timer_advice() {
+    let f = shared_findings(
+        "hta/nccl_parser_config/nccl_data.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let x = of(&f, "explicit_sync");
+    assert_eq!(x.len(), 1, "{f:?}");
+    assert!(
+        x[0].title.contains("calls cudaEventSynchronize 24 times"),
+        "{}",
+        x[0].title
+    );
+    assert!(
+        x[0].hint
+            .contains("the work queued before a recorded event (cudaEventSynchronize)")
+            && x[0].hint.contains("DDP's own runtime statistics"),
+        "{}",
+        x[0].hint
+    );
+    assert!(!x[0].hint.contains("all queued GPU work"), "{}", x[0].hint);
+
+    let f = shared_findings(
+        "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let x = of(&f, "explicit_sync");
+    assert_eq!(x.len(), 1, "{f:?}");
+    assert!(
+        x[0].title
+            .contains("synchronizes 2 times (cudaDeviceSynchronize once, cudaEventSynchronize once)"),
+        "{}",
+        x[0].title
+    );
+    assert!(
+        x[0].hint.contains("timing code that reads its events every step")
+            && x[0]
+                .hint
+                .contains("The other synchronization (cudaDeviceSynchronize)"),
+        "{}",
+        x[0].hint
+    );
+}

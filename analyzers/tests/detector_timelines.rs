@@ -324,6 +324,105 @@ fn d6_near_miss_short_drain() {
     assert!(find(&device_sync(53), "explicit_sync").is_none());
 }
 
+/// D6 over an event: timing code records events around k1, waits for the
+/// second (`event.synchronize()`), reads `elapsed_time`, and later
+/// synchronizes the device at the same source line.
+///
+/// ```text
+/// µs          0             50   60       100             150  160
+/// stream 7    [k1.............]             [k2.............]
+/// thread 1    [L1][rec]  [cudaEventSynchronize]  [L2]  [cudaDeviceSynchronize]  [L3]
+///                                  [elapsed|then]     (`then` launches or reads)
+/// ```
+fn event_timing(then: &str) -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 200, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.call(3, 4, "cudaEventRecord", 0);
+    t.op(5, 61, "train.py(9): step")
+        .call(5, 60, "cudaEventSynchronize", 0);
+    t.call(62, 63, then, if then == "cudaLaunchKernel" { 4 } else { 0 });
+    t.call(64, 65, "cudaEventElapsedTime", 0);
+    t.call(70, 72, "cudaLaunchKernel", 2);
+    t.op(90, 161, "train.py(9): step")
+        .call(90, 160, "cudaDeviceSynchronize", 0);
+    t.call(170, 172, "cudaLaunchKernel", 3);
+    t.kernel(7, 0, 50, 1)
+        .kernel(7, 62, 63, 4)
+        .kernel(7, 100, 150, 2)
+        .kernel(7, 175, 190, 3);
+    t.findings()
+}
+
+#[test]
+fn d6_names_every_api_and_what_each_waits_for() {
+    let f = event_timing("cudaEventQuery");
+    let x = find(&f, "explicit_sync").expect("D6");
+    assert_eq!(x.occurrences, 2, "{x:?}");
+    assert!(
+        x.title.contains(
+            "synchronizes 2 times (cudaDeviceSynchronize once, cudaEventSynchronize once) and the GPU drains"
+        ),
+        "{}",
+        x.title
+    );
+    assert!(
+        x.hint.contains("all queued GPU work (cudaDeviceSynchronize) and the work queued before a recorded event (cudaEventSynchronize)"),
+        "{}",
+        x.hint
+    );
+    // The event wait is read as a timer: the advice is to read it later;
+    // the device synchronize gets its own sentence.
+    assert!(
+        x.hint.contains("reads `cudaEventElapsedTime`: timing code"),
+        "{}",
+        x.hint
+    );
+    assert!(
+        x.hint
+            .contains("The other synchronization (cudaDeviceSynchronize): remove it"),
+        "{}",
+        x.hint
+    );
+    assert!(!x.hint.contains("DistributedDataParallel"), "{}", x.hint);
+}
+
+#[test]
+fn d6_event_timers_inside_ddp_forward_are_ddps_own() {
+    // The same waits inside `DistributedDataParallel.forward`: DDP's
+    // runtime statistics of its first iterations, not the program's.
+    let mut t = Sketch::in_units(US);
+    t.op(0, 200, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op_as(
+        5,
+        80,
+        "DistributedDataParallel.forward",
+        CpuOpKind::UserAnnotation,
+    )
+    .call(5, 60, "cudaEventSynchronize", 0)
+    .call(62, 63, "cudaEventElapsedTime", 0)
+    .call(70, 72, "cudaLaunchKernel", 2);
+    t.kernel(7, 0, 50, 1).kernel(7, 75, 90, 2);
+    let f = t.findings();
+    let x = find(&f, "explicit_sync").expect("D6");
+    assert!(x.title.contains("calls cudaEventSynchronize once"), "{}", x.title);
+    assert!(x.hint.contains("DDP's own runtime statistics"), "{}", x.hint);
+    assert!(
+        x.hint.contains("_set_ddp_runtime_logging_sample_rate"),
+        "{}",
+        x.hint
+    );
+    assert!(!x.hint.contains("The other"), "{}", x.hint);
+}
+
+#[test]
+fn d6_near_miss_launch_before_elapsed_read() {
+    // A launch comes between the wait and the read: not (only) a timer.
+    let f = event_timing("cudaLaunchKernel");
+    let x = find(&f, "explicit_sync").expect("D6");
+    assert!(!x.hint.contains("cudaEventElapsedTime"), "{}", x.hint);
+    assert!(x.hint.contains("wait_event"), "{}", x.hint);
+}
+
 /// D7 and D9: `torch.tensor(x, device="cuda")`-style copy of `bytes` from
 /// pageable memory, then a stream sync; the GPU drains meanwhile.
 ///
@@ -1103,6 +1202,69 @@ fn d14_slow_launch_is_an_outlier_for_its_api() {
     assert!(x.title.contains("usually 5.0 µs"), "{}", x.title);
     assert!(x.hint.contains("OMP_NUM_THREADS"), "{}", x.hint);
     assert!(!x.hint.contains("cudaStreamSynchronize"));
+}
+
+/// D14: the slow launch of [`launches`] is the first of its kernel,
+/// `add_kernel`, which a usual 5 µs launch runs again at 320; the trace
+/// records no module loading (ROCm's traces never do).
+///
+/// ```text
+/// µs          100                   300 302  310   320 325 326 328
+/// stream 7                              [add_kernel]        [add_kernel]
+/// thread 1    [cudaLaunchKernel.........]            [L 5 µs]
+/// ```
+fn first_launch_sketch() -> Sketch {
+    let mut t = Sketch::in_units(US);
+    let mut at = 0;
+    for i in 0..10 {
+        t.call(at, at + 5, "cudaLaunchKernel", 1 + i)
+            .kernel(7, at + 6, at + 8, 1 + i);
+        at += 10;
+    }
+    t.op(at, at + 203, "aten::add")
+        .call(at, at + 200, "cudaLaunchKernel", 100)
+        .named_kernel("add_kernel", 7, at + 202, at + 210, 100);
+    t.call(320, 325, "cudaLaunchKernel", 101)
+        .named_kernel("add_kernel", 7, 326, 328, 101);
+    t.op(0, 330, "ProfilerStep#1");
+    t
+}
+
+#[test]
+fn d14_a_kernels_first_launch_says_so() {
+    let f = first_launch_sketch().findings();
+    let x = find(&f, "slow_runtime_calls").expect("D14");
+    assert!(
+        x.hint.contains(
+            "The longest call is the first launch of `add_kernel` in the trace (its one later launch takes 5.0 µs)"
+        ),
+        "{}",
+        x.hint
+    );
+    assert!(x.hint.contains("CUDA_MODULE_LOADING=EAGER"), "{}", x.hint);
+    assert!(!x.hint.contains("normally 5–20 µs"), "{}", x.hint);
+    // Kernels launched before it (every kernel of `launches` is `kernel`).
+    let f = launches(5, 200);
+    let x = find(&f, "slow_runtime_calls").expect("D14");
+    assert!(!x.hint.contains("first launch of"), "{}", x.hint);
+}
+
+#[test]
+fn d14_near_miss_first_launch_where_loading_is_recorded() {
+    // The trace records module loading, and not inside this call: the
+    // first launch is no reason for its length.
+    let mut t = first_launch_sketch();
+    t.marker(MarkerKind::ProfilerOverhead, 2, 3, "Lazy Function Loading");
+    let f = t.findings();
+    let x = find(&f, "slow_runtime_calls").expect("D14");
+    assert!(!x.hint.contains("first launch of"), "{}", x.hint);
+    // A later launch as slow: not the first launch's cost.
+    let mut t = first_launch_sketch();
+    t.call(340, 540, "cudaLaunchKernel", 102)
+        .named_kernel("add_kernel", 7, 541, 543, 102);
+    let f = t.findings();
+    let x = find(&f, "slow_runtime_calls").expect("D14");
+    assert!(!x.hint.contains("first launch of"), "{}", x.hint);
 }
 
 #[test]

@@ -45,6 +45,10 @@
 //!   D8/D9's: neither is cut as a slow call. A call that holds a `Lazy
 //!   Function Loading` record ([`Cx::loads_module`]) is no outlier: it is a
 //!   kernel's first launch, whose idle time D16's warm-up claims first.
+//!   In a trace with no such records (ROCm's never have them), a group
+//!   whose longest launch is its kernel's first in the trace, with no later
+//!   launch of it over the outlier line, says so: loading is the likeliest
+//!   cause there ([`first_launch`]).
 //! - `launch_delay_outliers`: the pieces of cause `queued` (launched work
 //!   that did not start within [`QUEUED_AFTER_NS`](crate::segments::QUEUED_AFTER_NS)
 //!   on an idle device, HTA's `launch_delay_cutoff`) that no stream wait
@@ -64,10 +68,10 @@
 use super::shared::blame::{Blame, BlameRows, NameKey};
 use super::{CallClass, Cx, Draft, MAX_EVIDENCE, MAX_GROUPS, NOISE_NS, SLOW_CALL_NS};
 use crate::causes::Cause;
-use crate::format::{duration, times};
-use crate::names::{api_name, is_launch_api};
+use crate::format::{duration, short_kernel_name, times};
+use crate::names::{api_name, is_graph_launch_api, is_launch_api};
 use crate::workload::Workload;
-use gapscope_collectors::trace::{CallRow, GpuRow, Ns, StrId, Strings, ThreadId};
+use gapscope_collectors::trace::{CallRow, GpuKind, GpuRow, Ns, StrId, Strings, ThreadId};
 use std::collections::HashMap;
 
 /// No runtime call shorter than this is an outlier (HTA's
@@ -403,6 +407,32 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                  it, so replay it once (or call `graph.upload()`) before the loop.",
                 duration(longest / launched)
             )
+        } else if let Some(first) = (is_launch_api(bare) && !is_graph_launch_api(bare))
+            .then(|| first_launch(cx, longest_call, u.threshold))
+            .flatten()
+        {
+            // The trace records no module loading, and the longest call is
+            // its kernel's first launch: loading is the likeliest reason.
+            format!(
+                "The longest call is the first launch of `{}` in the trace ({}). A kernel's \
+                 first launch also loads its code when module loading is lazy, and this trace \
+                 does not record loading, so that is the likeliest cause: warm up before \
+                 profiling (run the step once), or set {}. Otherwise the launching thread was \
+                 slowed or descheduled: check for CPU oversubscription ({}: set \
+                 `OMP_NUM_THREADS`, pin the process with `taskset` or `numactl`) and profiler \
+                 overhead (`with_stack=True` and `record_shapes=True` slow every call).",
+                first.kernel,
+                match first.later {
+                    0 => "its only launch there".to_string(),
+                    1 => format!("its one later launch takes {}", duration(first.later_longest)),
+                    n => format!(
+                        "its {n} later launches take at most {}",
+                        duration(first.later_longest)
+                    ),
+                },
+                cx.platform.eager_loading(),
+                oversubscribers(cx.workload)
+            )
         } else if is_launch_api(bare) {
             let graph = if bare.contains("GraphLaunch") {
                 format!(
@@ -457,6 +487,49 @@ fn slow_calls(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
         out.push(d);
     }
     out
+}
+
+/// A slow launch that is its kernel's first launch in the trace.
+struct FirstLaunch {
+    /// The kernel, shortened for prose.
+    kernel: String,
+    /// Launches of the same kernel on the device after it.
+    later: usize,
+    /// The longest of their launch calls.
+    later_longest: Ns,
+}
+
+/// `call`, when it launched a kernel that no earlier row of the device
+/// ran and no later launch of it took longer than `threshold` (its API's
+/// outlier line), in a trace that records no module loading: a call that
+/// did load would hold a `Lazy Function Loading` record where the trace
+/// has them ([`Cx::loads_module`]), so the first launch says nothing there.
+fn first_launch(cx: &Cx, call: CallRow, threshold: Ns) -> Option<FirstLaunch> {
+    if !cx.ev.lazy_loading.is_empty() {
+        return None;
+    }
+    let g = &cx.trace.gpu;
+    let row = cx.call_gpu[call.index()]?.index();
+    if g.kind[row] != GpuKind::Kernel {
+        return None;
+    }
+    let (name, start) = (g.name[row], g.start[row]);
+    let rt = &cx.trace.runtime;
+    let (mut later, mut later_longest) = (0, 0);
+    for i in (0..g.len()).filter(|&i| i != row && g.device[i] == cx.device && g.name[i] == name) {
+        if g.start[i] <= start {
+            return None;
+        }
+        later += 1;
+        if let Some(c) = cx.trace.links.gpu_launch[i] {
+            later_longest = later_longest.max(rt.end[c.index()] - rt.start[c.index()]);
+        }
+    }
+    (later_longest <= threshold).then(|| FirstLaunch {
+        kernel: short_kernel_name(cx.trace.strings.get(name)),
+        later,
+        later_longest,
+    })
 }
 
 /// One launch whose work waited in the queue on an idle device.
