@@ -325,6 +325,30 @@ pub fn is_allocation_op(name: &str) -> bool {
     )
 }
 
+/// Data-dependent size: an operator whose result's size depends on the
+/// values of its input (`aten::nonzero`, `aten::masked_select`, the
+/// `aten::unique` family, `aten::repeat_interleave` without `output_size`),
+/// so on a GPU it must copy that size to the host, waiting for the GPU,
+/// before it can allocate the result. Boolean-mask indexing calls
+/// `aten::nonzero`.
+pub fn is_data_dependent_size_op(name: &str) -> bool {
+    let base = name.split('.').next().unwrap_or(name);
+    matches!(
+        base,
+        "aten::nonzero"
+            | "aten::nonzero_numpy"
+            | "aten::argwhere"
+            | "aten::masked_select"
+            | "aten::unique"
+            | "aten::_unique"
+            | "aten::_unique2"
+            | "aten::unique_dim"
+            | "aten::unique_consecutive"
+            | "aten::unique_dim_consecutive"
+            | "aten::repeat_interleave"
+    )
+}
+
 /// Warm-up range: a range the program itself names warm-up
 /// (`[param|model|warmup|forward]`, `warmup`, `warm_up_iters`, `Warm-up`):
 /// benchmark harnesses run such iterations before measuring, so what is
@@ -463,6 +487,22 @@ mod tests {
         }
         for n in ["aten::zeros", "aten::empty_cache", "aten::ones", "aten::copy_"] {
             assert!(!is_allocation_op(n), "{n}");
+        }
+        for n in [
+            "aten::nonzero",
+            "aten::masked_select",
+            "aten::_unique2",
+            "aten::repeat_interleave.Tensor",
+        ] {
+            assert!(is_data_dependent_size_op(n), "{n}");
+        }
+        for n in [
+            "aten::is_nonzero",
+            "aten::index",
+            "aten::item",
+            "aten::count_nonzero",
+        ] {
+            assert!(!is_data_dependent_size_op(n), "{n}");
         }
     }
 

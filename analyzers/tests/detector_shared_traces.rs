@@ -696,3 +696,26 @@ fn event_waits_read_as_timers_get_timer_advice() {
         x[0].hint
     );
 }
+
+/// xDiT's SD3.5 scheduler finds its timestep with
+/// `(schedule_timesteps == timestep).nonzero()`: the read is the size of
+/// `nonzero`'s result, which deferring `.item()` would not remove.
+#[test]
+fn xdit_nonzero_reads_a_data_dependent_size() {
+    let f = shared_findings(
+        "tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let x: Vec<_> = of(&f, "blocking_device_to_host_read")
+        .into_iter()
+        .filter(|x| x.operator.as_deref() == Some("aten::nonzero"))
+        .collect();
+    assert_eq!(x.len(), 1, "{f:?}");
+    assert!(
+        x[0].title.starts_with("`aten::nonzero` at diffusers/schedulers/scheduling_flow_match_euler_discrete.py(386): index_for_timestep reads the size of a data-dependent result"),
+        "{}",
+        x[0].title
+    );
+    assert!(x[0].hint.contains("torch.nonzero_static"), "{}", x[0].hint);
+    assert!(!x[0].hint.contains(".item()"), "{}", x[0].hint);
+}

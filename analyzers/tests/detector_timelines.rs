@@ -273,6 +273,56 @@ fn d5_blocking_item() {
     assert!(x.hint.contains(".item()"));
 }
 
+/// D5 where the read is a size: boolean-mask indexing (`x[mask]`) runs
+/// `aten::index`, which calls `aten::nonzero`, which copies the count of
+/// true elements to the host before it allocates the result.
+///
+/// ```text
+/// µs          0            50 51      60  62 64 66        80
+/// stream 7    [k1.............][DtoH]           [k2.......]
+/// thread 1    [L1]  [aten::index..........]
+///                    [aten::nonzero.......]
+///                     [MemcpyAsync][cudaStreamSynchronize]
+/// ```
+fn mask_index(inner: &str) -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 100, "ProfilerStep#1").call(0, 2, "cudaLaunchKernel", 1);
+    t.op(10, 60, "aten::index").op(10, 60, inner);
+    t.call(11, 13, "cudaMemcpyAsync", 2)
+        .call(14, 60, "cudaStreamSynchronize", 0);
+    t.call(62, 64, "cudaLaunchKernel", 3);
+    t.kernel(7, 0, 50, 1)
+        .copy(7, 50, 51, 2, CopyKind::DtoH)
+        .memory(MemKind::Device, MemKind::Pinned, 8)
+        .kernel(7, 66, 80, 3);
+    t.findings()
+}
+
+#[test]
+fn d5_a_data_dependent_size_says_so() {
+    let f = mask_index("aten::nonzero");
+    let x = find(&f, "blocking_device_to_host_read").expect("D5");
+    assert!(
+        x.title
+            .contains("reads the size of a data-dependent result to the host"),
+        "{}",
+        x.title
+    );
+    assert!(
+        x.hint
+            .contains("`aten::nonzero` cannot allocate its result before it knows how many elements")
+            && x.hint.contains("torch.nonzero_static"),
+        "{}",
+        x.hint
+    );
+    assert!(!x.hint.contains(".item()"), "{}", x.hint);
+    // The same read under an operator of fixed result size is a scalar.
+    let f = mask_index("aten::_local_scalar_dense");
+    let x = find(&f, "blocking_device_to_host_read").expect("D5");
+    assert!(x.title.contains("reads a scalar"), "{}", x.title);
+    assert!(!x.hint.contains("nonzero_static"), "{}", x.hint);
+}
+
 #[test]
 fn d5_near_miss_short_drain() {
     // The wait (51–53) and the drain after it (53–55, the launch of k2)

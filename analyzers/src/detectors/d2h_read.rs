@@ -11,6 +11,12 @@
 //! piece (sync)                        [.........]   claimed by D5
 //! ```
 //!
+//! A read made by an operator whose result's size depends on the data
+//! (`aten::nonzero`, which boolean-mask indexing calls, `masked_select`,
+//! `unique`, `repeat_interleave`: [`is_data_dependent_size_op`]) is named
+//! as such: the operator reads the count it needs to allocate its result,
+//! and the advice is to avoid data-dependent shapes, not to defer `.item()`.
+//!
 //! Evidence: a `sync` piece whose blocking call is, or starts within
 //! [`COPY_SYNC_PAIR_NS`](super::COPY_SYNC_PAIR_NS) after the return of, a
 //! call on its thread that issued a device→host copy. Threshold: at least
@@ -28,7 +34,9 @@
 use super::{Cx, Draft, SyncKind, TINY_COPY_BYTES};
 use crate::causes::Cause;
 use crate::format::{count, duration};
+use crate::names::is_data_dependent_size_op;
 use crate::workload::Workload;
+use gapscope_collectors::trace::CallRow;
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, true, |p| {
@@ -42,7 +50,10 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let (op, _, src) = &g.blame;
             let place = cx.where_(op, src);
             let scalar = g.max_bytes <= TINY_COPY_BYTES;
-            let what = if scalar {
+            let sizer = g.calls.iter().find_map(|&c| sizing_op(cx, c));
+            let what = if sizer.is_some() {
+                "reads the size of a data-dependent result"
+            } else if scalar {
                 "reads a scalar"
             } else {
                 "copies a tensor"
@@ -52,7 +63,18 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 count(g.calls.len() as u64, "call", "calls"),
                 duration(g.idle_ns)
             );
-            let advice = if scalar {
+            let sized;
+            let advice = if let Some(op) = sizer {
+                sized = format!(
+                    "`{op}` cannot allocate its result before it knows how many elements it \
+                     holds, so it reads that count from the GPU. Avoid data-dependent shapes \
+                     inside the step: compute with the mask instead of indexing with it \
+                     (`torch.where(mask, x, 0)`, `x * mask`), give the size where it is known \
+                     (`torch.nonzero_static(x, size=n)`, `repeat_interleave(..., \
+                     output_size=n)`), or index once outside the loop."
+                );
+                sized.as_str()
+            } else if scalar {
                 scalar_advice(cx.workload)
             } else {
                 "Copy to the host only where the data is consumed, with \
@@ -84,6 +106,22 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             d
         })
         .collect()
+}
+
+/// The data-dependent-size operator ([`is_data_dependent_size_op`]) that
+/// makes runtime call `c`: its operator or one of that operator's parents
+/// (boolean-mask indexing, `aten::index`, calls `aten::nonzero`).
+fn sizing_op<'t>(cx: &Cx<'t>, c: CallRow) -> Option<&'t str> {
+    let ops = &cx.trace.cpu_ops;
+    let mut at = cx.trace.links.runtime_op[c.index()];
+    while let Some(r) = at {
+        let name = cx.trace.strings.get(ops.name[r.index()]);
+        if is_data_dependent_size_op(name) {
+            return Some(name);
+        }
+        at = ops.parent[r.index()];
+    }
+    None
 }
 
 /// What to do about a scalar read: accumulating losses is training advice,
