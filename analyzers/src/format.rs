@@ -117,6 +117,22 @@ pub fn and_list(items: impl IntoIterator<Item = String>) -> String {
     }
 }
 
+/// The article before the number `n` read aloud: `an` 8-, 11-, 18-, 80-
+/// (eight, eleven, eighteen, eighty...), `a` otherwise.
+pub fn a_or_an(n: u64) -> &'static str {
+    let eleven_or_eighteen = |m: u64| m == 11 || m == 18;
+    let mut lead = n;
+    // 11,000 is "eleven thousand": the leading group decides.
+    while lead >= 1000 {
+        lead /= 1000;
+    }
+    if n.to_string().starts_with('8') || eleven_or_eighteen(lead) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// `n` and the noun for it: `count(1, "call", "calls")` is `1 call`,
 /// `count(3, "call", "calls")` is `3 calls`.
 pub fn count(n: u64, one: &str, many: &str) -> String {
@@ -188,6 +204,16 @@ mod tests {
         assert_eq!(l(&["a"]), "a");
         assert_eq!(l(&["a", "b"]), "a and b");
         assert_eq!(l(&["a", "b", "c"]), "a, b and c");
+    }
+
+    #[test]
+    fn numbers_take_the_article_they_are_read_with() {
+        for n in [8, 11, 18, 80, 83, 800, 8192, 11_000, 18_500] {
+            assert_eq!(a_or_an(n), "an", "{n}");
+        }
+        for n in [1, 2, 4, 16, 64, 100, 110, 180, 1100, 12_000] {
+            assert_eq!(a_or_an(n), "a", "{n}");
+        }
     }
 
     #[test]

@@ -529,6 +529,7 @@ fn d7_an_asynchronous_tiny_copy_does_not_wait() {
         .kernel(7, 35, 45, 3);
     let f = t.findings();
     let x = find(&f, "scalar_host_to_device_copy").expect("D7");
+    assert!(x.title.contains("copies an 8-byte value"), "{}", x.title);
     assert!(x.hint.contains("do not wait for the GPU"), "{}", x.hint);
     assert!(!x.hint.contains("waits for the GPU every call"), "{}", x.hint);
     // With the sync, the copy does wait.

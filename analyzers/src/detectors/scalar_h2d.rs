@@ -24,7 +24,7 @@
 
 use super::{CallClass, Cx, Draft, SiteGroup, SyncKind};
 use crate::causes::Cause;
-use crate::format::{duration, times};
+use crate::format::{a_or_an, duration, times};
 
 pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let groups = cx.site_groups(claims, true, |p| {
@@ -39,7 +39,8 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             let (op, _, src) = &g.blame;
             let place = cx.where_(op, src);
             let title = format!(
-                "{place} copies a {}-byte value from the host to the GPU {} ({} idle)",
+                "{place} copies {} {}-byte value from the host to the GPU {} ({} idle)",
+                a_or_an(g.max_bytes),
                 g.max_bytes,
                 times(g.copies.len().max(1)),
                 duration(g.idle_ns)
