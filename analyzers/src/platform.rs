@@ -3,7 +3,7 @@
 //! `rocm-smi` and ROCm's environment variables, never CUDA-only advice.
 //!
 //! PyTorch's own API is the same on both (`torch.cuda.*`, `device="cuda"`,
-//! `torch.cuda.graphs` run HIP graphs on ROCm), so hints keep it as is.
+//! `torch.cuda.graph` run HIP graphs on ROCm), so hints keep it as is.
 
 use gapscope_collectors::trace::Trace;
 

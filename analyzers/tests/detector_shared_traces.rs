@@ -341,7 +341,15 @@ fn graph_launches_that_are_always_slow_are_no_outliers() {
             .all(|x| !x.title.contains("GraphLaunch")),
         "{f:?}"
     );
-    assert_eq!(of(&f, "cuda_graph_replays").len(), 1);
+    let replays = of(&f, "cuda_graph_replays");
+    assert_eq!(replays.len(), 1);
+    // The API that captures one: `torch.cuda.graph` (`torch.cuda.graphs`
+    // is the module).
+    assert!(
+        replays[0].hint.contains("(`torch.cuda.graph` or"),
+        "{}",
+        replays[0].hint
+    );
 }
 
 const AMD: &str = "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz";

@@ -245,7 +245,7 @@ fn graph_replays(cx: &Cx) -> Option<Draft> {
                 "graph launches replay"
             }
         ),
-        "These kernels run from captured graphs (`torch.cuda.graphs` or \
+        "These kernels run from captured graphs (`torch.cuda.graph` or \
          `torch.compile(mode=\"reduce-overhead\")`): each graph is one launch, so they are \
          not launch-bound small kernels, and the operators that made them are not in the \
          trace. Profile one eager (uncaptured) step to see which operators the graph holds."

@@ -91,7 +91,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
              between them ({} idle {per}). Fuse them with `torch.compile(model)`, use the \
              multi-tensor (`foreach=True`) or `fused=True` variants where they exist, or capture \
              the region with {} graphs (`torch.compile(mode=\"reduce-overhead\")` or \
-             `torch.cuda.graphs`) so it is launched once.",
+             `torch.cuda.graph`) so it is launched once.",
             duration(busy / kernels.max(1) as Ns),
             duration(idle / cx.n_steps()),
             cx.platform.name()
