@@ -139,5 +139,5 @@ for trace in dict.fromkeys(t for t, _ in rows):
            f"export/analyze {med(trace, 'export') / a:.2f}"]
     if med(trace, "hta"):
         out.append(f"hta/analyze {med(trace, 'hta') / a:.0f}x")
-    print("  " + ", ".join(out))
+    print(f"  {out[0]} " + ", ".join(out[1:]))
 EOF
