@@ -224,6 +224,34 @@ fn launch_counts_take_the_singular_for_one() {
     );
 }
 
+/// HTA's triton example: one 1.8 µs kernel in a 13.3 s capture with no
+/// CPU activity around it. Nothing in the trace explains that idle time,
+/// so the bound does not promise to remove it (7,577,452× before).
+#[test]
+fn untraced_idle_stays_in_the_bound() {
+    let p = shared_trace("hta/triton_example/triton_example.json.gz");
+    let args = [
+        OsString::from("analyze"),
+        "--format".into(),
+        "json".into(),
+        p.clone().into(),
+    ];
+    let j = gapscope(args).expect_code(0).json();
+    let d = &j["devices"][0];
+    let untraced = d["idle_by_cause_ns"]["untraced"].as_i64().unwrap();
+    assert!(untraced > 13_000_000_000, "{d}");
+    let b = &d["bounds"];
+    assert!(b["excluded_idle_ns"].as_i64().unwrap() >= untraced, "{b}");
+    assert!(b["max_speedup"].as_f64().unwrap() < 1.01, "{b}");
+    let r = gapscope([OsString::from("analyze"), p.into()]).expect_code(0);
+    assert!(
+        r.stdout
+            .contains("removing the rest makes it at most 1.00x faster"),
+        "{}",
+        r.stdout
+    );
+}
+
 #[test]
 fn shared_resnet50_trace_json_adds_up() {
     let p = shared_trace("kineto-tb-plugin/resnet50_num_workers_0.worker0.1623143089861.pt.trace.json.gz");

@@ -8,16 +8,20 @@
 //! stream 9    |        [k2.......]            [m1]                             |
 //! busy_ns     |   [..............]  [.....]   [..]      union of busy rows     |
 //! kernel_sum  k1 + k2 + k3 (kernels only, overlap counted twice)
-//! max_speedup window_ns / busy_ns: the step time if every idle ns went away
+//! max_speedup window_ns / (busy_ns + excluded_idle_ns): the step time if every idle ns the trace explains went away
 //! ```
 //!
 //! `busy_ns` is the parallel bound (work keeps its overlap); `kernel_sum_ns`
 //! is the sequential one for kernels alone (Benanza's sequential mode,
 //! with the recorded kernel times standing in for its best library times).
 //!
-//! Idle time that no change to the profiled code removes stays in the
-//! bound ([`Bounds::with_idle`]): work that sat queued for a reason outside
-//! the trace (cause `queued`) and one-off graph capture (`graph_capture`).
+//! Idle time the trace does not show a fix for stays in the bound
+//! ([`Bounds::with_idle`]): work that sat queued for a reason outside the
+//! trace (cause `queued`), one-off graph capture (`graph_capture`), and
+//! gaps nothing in the trace explains (`untraced`: no CPU activity was
+//! recorded then, as at a capture's edges). Counting those as removable
+//! promised HTA's triton example a 7,577,452× speedup from 13.3 s of a
+//! capture with no CPU activity.
 
 use crate::causes::{Cause, CauseTotals};
 use crate::intervals::{total, union, Span};
@@ -37,8 +41,9 @@ pub struct Bounds {
     /// Sum of kernel durations inside the window (overlaps counted twice).
     pub kernel_sum_ns: Ns,
     /// Idle time the bound does not count as removable: work queued for a
-    /// reason outside the trace (cause `queued`) and one-off CUDA/HIP graph
-    /// capture (cause `graph_capture`).
+    /// reason outside the trace (cause `queued`), one-off CUDA/HIP graph
+    /// capture (cause `graph_capture`) and idle time nothing in the trace
+    /// explains (cause `untraced`).
     #[serde(default)]
     pub excluded_idle_ns: Ns,
     /// `window_ns / (busy_ns + excluded_idle_ns)`: the largest speedup
@@ -49,9 +54,11 @@ pub struct Bounds {
 
 impl Bounds {
     /// The bounds with the idle time that stays (`queued`,
-    /// `graph_capture` in `idle`) out of what removing idle time can gain.
+    /// `graph_capture` and `untraced` in `idle`) out of what removing idle
+    /// time can gain.
     pub fn with_idle(mut self, idle: &CauseTotals) -> Bounds {
-        self.excluded_idle_ns = idle.get(Cause::Queued) + idle.get(Cause::GraphCapture);
+        self.excluded_idle_ns =
+            idle.get(Cause::Queued) + idle.get(Cause::GraphCapture) + idle.get(Cause::Untraced);
         self.max_speedup = speedup(self.window_ns, self.busy_ns + self.excluded_idle_ns);
         self
     }
@@ -143,5 +150,14 @@ mod tests {
         let kept = got.with_idle(&idle);
         assert_eq!(kept.excluded_idle_ns, 20);
         assert_eq!(kept.max_speedup, 2.0);
+        // 15 of the sync's 50 had no CPU activity to explain them: they
+        // stay too.
+        let mut idle = CauseTotals::default();
+        idle.add(Cause::Queued, 20);
+        idle.add(Cause::Sync, 35);
+        idle.add(Cause::Untraced, 15);
+        let kept = got.with_idle(&idle);
+        assert_eq!(kept.excluded_idle_ns, 35);
+        assert_eq!(kept.max_speedup, 1.538);
     }
 }
