@@ -176,6 +176,14 @@ fn write_each(found: &Found, dir: &Path) -> Result<Vec<String>> {
     ranks.sort_unstable();
     ranks.dedup();
     let by_rank = ranks.len() == parts.len();
+    // Named and listed in rank order (else pid order), not in the order the
+    // processes were found: that follows their pids, which wrap around (a
+    // child at pid 302 after its parent at 32767).
+    if by_rank {
+        parts.sort_by_key(|p| p.2);
+    } else {
+        parts.sort_by_key(|p| p.0);
+    }
     let mut names = Vec::new();
     for (pid, path, rank) in parts {
         let name = match rank {
@@ -291,6 +299,38 @@ mod tests {
         b.push_gpu(c);
         b.diagnostics.counts.insert("cupti_dropped_records".into(), 2);
         b.finish()
+    }
+
+    /// `--per-process` names and lists captures by rank: the parent (rank
+    /// 0) at pid 32767 and its child (rank 1) at pid 302 after the pids
+    /// wrapped around are `rank-0.gst, rank-1.gst`, in that order.
+    #[test]
+    fn per_process_captures_are_listed_by_rank_not_pid() {
+        let d = std::env::temp_dir().join(format!("gapscope-each-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("out")).unwrap();
+        let base = 1_700_000_000_000_000_000i64;
+        let mut found = Found::default();
+        for (pid, rank) in [(302u32, 1i64), (32767, 0)] {
+            let mut t = process(pid as i64, base, 1);
+            t.meta.rank = Some(rank);
+            t.meta.world_size = Some(2);
+            let path = d.join(format!("gapscope-{pid}.gst"));
+            capture::write_file(&t, &path).unwrap();
+            found.captures.push((pid, path));
+        }
+        let names = write_each(&found, &d.join("out")).unwrap();
+        assert_eq!(names, ["rank-0.gst", "rank-1.gst"]);
+        // Without ranks, by pid.
+        let mut found = Found::default();
+        for pid in [32767u32, 302] {
+            let path = d.join(format!("gapscope-{pid}.gst"));
+            capture::write_file(&process(pid as i64, base, 1), &path).unwrap();
+            found.captures.push((pid, path));
+        }
+        let names = write_each(&found, &d.join("out")).unwrap();
+        assert_eq!(names, ["pid-302.gst", "pid-32767.gst"]);
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     /// The merge step on two hand-written per-process captures (written with
