@@ -727,3 +727,34 @@ fn xdit_nonzero_reads_a_data_dependent_size() {
     assert!(x[0].hint.contains("torch.nonzero_static"), "{}", x[0].hint);
     assert!(!x[0].hint.contains(".item()"), "{}", x[0].hint);
 }
+
+/// HTA's sampled ranks keep only the runtime calls that launched GPU work
+/// (1,204 and 1,154 calls: launches, copies, memsets; no synchronize,
+/// event or stream-wait call, though NCCL runs on a stream of its own):
+/// the queued work's hint says the trace was filtered.
+#[test]
+fn sampled_ranks_are_filtered_traces() {
+    for (rank, calls) in [(0, 1204), (1, 1154)] {
+        let f = shared_findings(
+            &format!("hta/trace_filter/sampled_rank-{rank}.json.gz"),
+            &AnalyzeOptions::default(),
+        );
+        let x = of(&f, "launch_delay_outliers");
+        assert!(!x.is_empty(), "{f:?}");
+        for x in x {
+            assert!(
+                x.hint.contains(&format!(
+                    "Every one of its {calls} runtime calls launched GPU work"
+                )),
+                "{}",
+                x.hint
+            );
+        }
+    }
+    // HTA's backward_thread trace records one runtime call, a launch whose
+    // kernel sat queued: too few calls to say anything of a filter.
+    let f = shared_findings("hta/call_stack/backward_thread.json", &AnalyzeOptions::default());
+    let x = of(&f, "launch_delay_outliers");
+    assert_eq!(x.len(), 1, "{f:?}");
+    assert!(!x[0].hint.contains("trace was filtered"), "{}", x[0].hint);
+}

@@ -1353,6 +1353,54 @@ fn queued(d: Ns, busy: bool) -> Vec<Finding> {
     t.findings()
 }
 
+/// D14 on a filtered trace: 120 launches on streams 7 and 9, every runtime
+/// call a launch with its kernel (no synchronize, event or stream-wait
+/// call), then k on stream 9 queued 300 µs on an idle device; with
+/// `record`, one `cudaEventRecord` is left in.
+///
+/// ```text
+/// µs          0  5  10  ...  1195 1200      1500
+/// stream 7/9  [k][k] ...  [k]                [k (stream 9)]
+/// thread 1    [L][L] ...  [L] [L ............]   (record: [cudaEventRecord])
+/// ```
+fn filtered_trace(record: bool) -> Vec<Finding> {
+    let mut t = Sketch::in_units(US);
+    t.op(0, 1600, "ProfilerStep#1");
+    for i in 0..120 {
+        let at = i * 10;
+        t.call(at, at + 2, "cudaLaunchKernel", 1 + i as u64).kernel(
+            if i % 2 == 0 { 7 } else { 9 },
+            at + 3,
+            at + 8,
+            1 + i as u64,
+        );
+    }
+    t.op(1198, 1200, "aten::add")
+        .call(1198, 1200, "cudaLaunchKernel", 500)
+        .kernel(9, 1500, 1550, 500);
+    if record {
+        t.call(1202, 1203, "cudaEventRecord", 0);
+    }
+    t.findings()
+}
+
+#[test]
+fn d14_queued_work_in_a_filtered_trace_names_the_filter() {
+    let f = filtered_trace(false);
+    let x = find(&f, "launch_delay_outliers").expect("D14");
+    assert!(
+        x.hint
+            .contains("Every one of its 121 runtime calls launched GPU work")
+            && x.hint.contains("so the trace was filtered"),
+        "{}",
+        x.hint
+    );
+    // One call that launches nothing: a trace as recorded.
+    let f = filtered_trace(true);
+    let x = find(&f, "launch_delay_outliers").expect("D14");
+    assert!(!x.hint.contains("filtered"), "{}", x.hint);
+}
+
 #[test]
 fn d14_launch_delay_on_an_idle_gpu() {
     let f = queued(200, false);

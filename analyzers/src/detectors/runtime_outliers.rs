@@ -54,7 +54,10 @@
 //!   on an idle device, HTA's `launch_delay_cutoff`) that no stream wait
 //!   explains (D13's `untraced_event_wait` claims those first), one
 //!   finding per launching API. Only the *idle* part of a launch delay
-//!   counts: delay spent behind busy work is the GPU being busy.
+//!   counts: delay spent behind busy work is the GPU being busy. In a
+//!   trace filtered down to the calls that launched GPU work
+//!   ([`only_launches`]) the hint says so first: the waits between streams
+//!   that likely held the work were filtered out.
 //!
 //! Attribution: the operator that made the call (its outermost operator,
 //! annotation and source), the one with the most idle time; none for
@@ -71,7 +74,7 @@ use crate::causes::Cause;
 use crate::format::{duration, short_kernel_name, times};
 use crate::names::{api_name, is_graph_launch_api, is_launch_api};
 use crate::workload::Workload;
-use gapscope_collectors::trace::{CallRow, GpuKind, GpuRow, Ns, StrId, Strings, ThreadId};
+use gapscope_collectors::trace::{CallRow, GpuKind, GpuRow, Ns, StrId, Strings, ThreadId, Trace};
 use std::collections::HashMap;
 
 /// No runtime call shorter than this is an outlier (HTA's
@@ -532,6 +535,32 @@ fn first_launch(cx: &Cx, call: CallRow, threshold: Ns) -> Option<FirstLaunch> {
     })
 }
 
+/// Fewest runtime calls for their all launching GPU work to say the trace
+/// was filtered (ours: a PyTorch program makes calls that launch nothing,
+/// such as `cudaEventRecord` or `cudaStreamIsCapturing`, every step; every
+/// unfiltered shared trace with over 100 calls has hundreds of them).
+pub const FILTERED_MIN_CALLS: usize = 100;
+
+/// The number of runtime calls when the trace looks filtered down to the
+/// calls with GPU work: at least [`FILTERED_MIN_CALLS`] calls, every one of
+/// which launched GPU work, in a trace with CPU operators (a PyTorch
+/// program's) and work on two or more streams of `device` (where waits
+/// between streams would be). HTA's sampled traces: 1,204 and 1,154 calls,
+/// all launches, copies and memsets, on 5 streams. `None` otherwise; a
+/// real trace's first call that launches nothing ends the scan.
+fn only_launches(t: &Trace, device: u32) -> Option<usize> {
+    let n = t.runtime.len();
+    if n < FILTERED_MIN_CALLS || t.cpu_ops.is_empty() || t.links.runtime_gpu_count.contains(&0) {
+        return None;
+    }
+    let g = &t.gpu;
+    let mut streams = (0..g.len())
+        .filter(|&i| g.device[i] == device)
+        .map(|i| g.stream[i]);
+    let first = streams.next()?;
+    streams.any(|s| s != first).then_some(n)
+}
+
 /// One launch whose work waited in the queue on an idle device.
 struct Held {
     row: GpuRow,
@@ -563,6 +592,7 @@ pub(super) fn held_rows(cx: &Cx, claims: &[bool]) -> Vec<(GpuRow, Vec<u32>)> {
 fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
     let t = cx.trace;
     let rt = &t.runtime;
+    let filtered = only_launches(t, cx.device);
     let found: Vec<Held> = held_rows(cx, claims)
         .into_iter()
         .filter_map(|(row, pieces)| t.links.gpu_launch[row.index()].map(|call| Held { row, call, pieces }))
@@ -617,14 +647,24 @@ fn launch_delays(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
             .busy
             .first()
             .is_some_and(|&r| t.gpu.start[r.index()] == t.gpu.start[first.row.index()]);
-        let lead = if first_on_device {
+        let lead = if let Some(calls) = filtered {
+            format!(
+                "outside the trace. Every one of its {calls} runtime calls launched GPU work: it \
+                 holds no synchronize, event-record or stream-wait call, which a PyTorch program \
+                 makes every step (it records an event and makes a stream wait around each \
+                 collective), so the trace was filtered, keeping only the calls with GPU work. \
+                 The likeliest hold is a wait between streams that the filter removed: analyse \
+                 the unfiltered trace. Other holds outside the trace:"
+            )
+        } else if first_on_device {
             "outside the trace. It is the first work the trace records on this GPU, so the \
              likeliest hold is GPU work launched before the profiler started (the previous \
              step's kernels or graph, for one): the profiler does not record GPU work that began \
              before its capture did. Call `torch.cuda.synchronize()` before the profiler starts \
              recording to see the step's own start. Other holds outside the trace:"
+                .to_string()
         } else {
-            "outside the trace:"
+            "outside the trace:".to_string()
         };
         let hint = format!(
             "`{what}`{launched_by} was queued when `{api}` returned, the GPU had nothing else to \
