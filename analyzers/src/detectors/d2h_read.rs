@@ -112,16 +112,9 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
 /// makes runtime call `c`: its operator or one of that operator's parents
 /// (boolean-mask indexing, `aten::index`, calls `aten::nonzero`).
 fn sizing_op<'t>(cx: &Cx<'t>, c: CallRow) -> Option<&'t str> {
-    let ops = &cx.trace.cpu_ops;
-    let mut at = cx.trace.links.runtime_op[c.index()];
-    while let Some(r) = at {
-        let name = cx.trace.strings.get(ops.name[r.index()]);
-        if is_data_dependent_size_op(name) {
-            return Some(name);
-        }
-        at = ops.parent[r.index()];
-    }
-    None
+    cx.ranges_up(cx.trace.links.runtime_op[c.index()])
+        .map(|r| cx.trace.strings.get(cx.trace.cpu_ops.name[r.index()]))
+        .find(|name| is_data_dependent_size_op(name))
 }
 
 /// What to do about a scalar read: accumulating losses is training advice,

@@ -124,15 +124,12 @@ const DDP_FORWARD: &str = "DistributedDataParallel.forward";
 /// Whether runtime call `c` runs inside a `DistributedDataParallel.forward`
 /// range (its operator or one of that operator's parents).
 fn in_ddp_forward(cx: &Cx, c: CallRow) -> bool {
-    let ops = &cx.trace.cpu_ops;
-    let mut at = cx.trace.links.runtime_op[c.index()];
-    while let Some(r) = at {
-        if cx.trace.strings.get(ops.name[r.index()]).starts_with(DDP_FORWARD) {
-            return true;
-        }
-        at = ops.parent[r.index()];
-    }
-    false
+    cx.ranges_up(cx.trace.links.runtime_op[c.index()]).any(|r| {
+        cx.trace
+            .strings
+            .get(cx.trace.cpu_ops.name[r.index()])
+            .starts_with(DDP_FORWARD)
+    })
 }
 
 /// The synchronize APIs of `calls`: name, how many calls, scope; most

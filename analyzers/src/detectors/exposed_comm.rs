@@ -143,13 +143,7 @@ fn overlap_advice(workload: Workload) -> String {
 /// The innermost collective operator at or above `row` (`vllm::all_reduce`,
 /// `c10d::allreduce_`), else the outermost operator around it.
 fn collective_op(cx: &Cx, row: Option<OpRow>) -> Option<OpRow> {
-    let ops = &cx.trace.cpu_ops;
-    let mut at = row;
-    while let Some(r) = at {
-        if is_collective_op_name(cx.trace.strings.get(ops.name[r.index()])) {
-            return Some(r);
-        }
-        at = ops.parent[r.index()];
-    }
-    cx.outer_operator(row)
+    cx.ranges_up(row)
+        .find(|r| is_collective_op_name(cx.trace.strings.get(cx.trace.cpu_ops.name[r.index()])))
+        .or_else(|| cx.outer_operator(row))
 }

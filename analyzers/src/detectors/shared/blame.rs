@@ -43,6 +43,12 @@ impl Cx<'_> {
         row.map_or(u32::MAX, |r| self.trace.cpu_ops.name[r.index()].0)
     }
 
+    /// `row` and the CPU ranges around it (operators, annotations,
+    /// steps), innermost first.
+    pub fn ranges_up(&self, row: Option<OpRow>) -> impl Iterator<Item = OpRow> + '_ {
+        std::iter::successors(row, |r| self.trace.cpu_ops.parent[r.index()])
+    }
+
     /// The outermost operator around row `row` (`aten::item` rather than
     /// the `aten::_local_scalar_dense` inside it): what the user called.
     pub fn outer_operator(&self, row: Option<OpRow>) -> Option<OpRow> {
