@@ -301,6 +301,23 @@ fn counter_only_trace_says_what_it_holds_instead() {
     );
 }
 
+/// One counter record is said in the singular.
+#[test]
+fn one_counter_record_is_one_record() {
+    let dir = TempDir::new("counters");
+    let p = dir.file(
+        "one.json",
+        br#"{"traceEvents": [{"ph": "X", "cat": "cuda_profiler_range", "name": "k", "pid": 0, "tid": 0, "ts": 10, "dur": 5}]}"#,
+    );
+    let r = gapscope([OsString::from("analyze"), p.into()]).expect_code(0);
+    assert!(
+        r.stdout
+            .contains("it holds 1 CUPTI range-profiler record instead"),
+        "{}",
+        r.stdout
+    );
+}
+
 #[test]
 fn skipped_events_give_one_warning_line() {
     // Two events the importer cannot use (no timestamp, negative duration)

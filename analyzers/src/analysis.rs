@@ -203,10 +203,11 @@ impl Analysis {
         match self.diagnostics.counter_ranges {
             0 => "was the profiler run with ProfilerActivity.CUDA?".to_string(),
             n => format!(
-                "it holds {n} CUPTI range-profiler records instead (per-kernel hardware counters \
+                "it holds {} instead (per-kernel hardware counters \
                  from `torch.profiler._ExperimentalConfig(profiler_metrics=...)`, which the \
                  profiler records in place of kernel, copy and memset activity). Profile again \
-                 without `profiler_metrics` to see where the GPU's time goes."
+                 without `profiler_metrics` to see where the GPU's time goes.",
+                crate::format::count(n, "CUPTI range-profiler record", "CUPTI range-profiler records")
             ),
         }
     }
