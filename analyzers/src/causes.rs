@@ -130,7 +130,7 @@ impl Cause {
             Cause::Sync => {
                 "the CPU blocked on the GPU (synchronize, .item(), a blocking copy to the host), so the queue drained"
             }
-            Cause::Dataloader => "the training thread waited for the next batch from the DataLoader",
+            Cause::Dataloader => "the thread that launches the GPU work waited for the next batch from the DataLoader",
             Cause::CpuOp => "the CPU was busy inside an operator before it launched its GPU work",
             Cause::FrameworkOverhead => "the CPU ran Python or framework code between operators",
             Cause::LaunchOverhead => {

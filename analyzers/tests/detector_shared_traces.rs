@@ -606,6 +606,53 @@ fn resnet50_batch_copies_get_dataloader_advice() {
     );
 }
 
+/// ResNet-50's other operators: `aten::empty` and `aten::resize_` lead the
+/// list, and they allocate for the convolutions and batch norms that
+/// launch the kernels, which the hint says rather than leaving them to read
+/// as host-only operators.
+#[test]
+fn resnet50_allocations_run_inside_the_launching_operators() {
+    let f = shared_findings(
+        "kineto-tb-plugin/resnet50_num_workers_0.worker0.1623143089861.pt.trace.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let other = of(&f, "cpu_bound_other_operators");
+    assert_eq!(other.len(), 1, "{f:?}");
+    let h = &other[0].hint;
+    assert!(
+        h.contains("(the most: `aten::empty`, 26 %; `aten::resize_`, 14 %; `aten::_convolution`, 6 %)"),
+        "{h}"
+    );
+    assert!(
+        h.contains(
+            "`aten::empty` and `aten::resize_` run mostly inside operators that launch GPU work \
+             (`aten::cudnn_convolution`, `aten::cudnn_batch_norm` and 6 more)"
+        ),
+        "{h}"
+    );
+}
+
+/// TraceLens' B200 eager vLLM trace: the step's range names
+/// `vllm::moe_forward`, a custom operator, as its heaviest operator with
+/// 24 % of the time; the rest is eager dispatch, and the advice is for that.
+#[test]
+fn b200_step_range_with_a_custom_minority_gets_dispatch_advice() {
+    let f = shared_findings(B200, &AnalyzeOptions::default());
+    let range = of(&f, "cpu_bound_range");
+    let step = range
+        .iter()
+        .find(|x| x.operator.as_deref() == Some("vllm::moe_forward"))
+        .unwrap_or_else(|| panic!("{f:?}"));
+    assert!(step.hint.contains("`vllm::moe_forward` at "), "{}", step.hint);
+    assert!(step.hint.contains(", 24 % of it)"), "{}", step.hint);
+    assert!(!step.hint.contains("is a custom operator"), "{}", step.hint);
+    assert!(
+        step.hint.contains("These operators launch GPU work"),
+        "{}",
+        step.hint
+    );
+}
+
 /// HTA's nccl_data rank: each `DistributedDataParallel.forward` starts by
 /// flattening its buffers, broadcasting them (`c10d::broadcast_`, Float and
 /// Long) and unflattening them (`aten::unflatten_dense_tensors`, 15.25 and

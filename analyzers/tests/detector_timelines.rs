@@ -1912,6 +1912,66 @@ fn d2_other_operators_together() {
     assert!(x.est_savings_ns > 0);
 }
 
+/// Five operators, each under the floor, that allocate (`aten::empty`, 2
+/// µs) before they launch a kernel of 200 µs: inside them, or (the near
+/// miss) before them, directly in the step.
+///
+/// ```text
+/// µs        0     at   +2   +4 +6 +7        (at = 207 i)
+/// stream 7  [k0.....]                [k1.....]
+/// thread    [L0]     [aten::a..........]
+///                    [empty]    [L1]
+/// ```
+fn allocations_before_launches(inside: bool) -> Finding {
+    let names = ["aten::a", "aten::b", "aten::c", "aten::d", "aten::e"];
+    let mut t = Sketch::in_units(US);
+    let every = 207;
+    let end = 7 + (names.len() as Ns + 1) * every;
+    t.op(0, end, "ProfilerStep#1");
+    t.call(0, 2, "cudaLaunchKernel", 1).kernel(7, 7, every, 1);
+    for (i, name) in names.iter().enumerate() {
+        let at = every * (i as Ns + 1);
+        let op_start = if inside { at } else { at + 2 };
+        t.op(op_start, at + 6, name).op(at, at + 2, "aten::empty");
+        t.call(at + 4, at + 6, "cudaLaunchKernel", 2 + i as u64);
+        t.kernel(7, at + 7, at + every, 2 + i as u64);
+    }
+    let f = t.findings();
+    find(&f, "cpu_bound_other_operators")
+        .cloned()
+        .unwrap_or_else(|| panic!("{f:?}"))
+}
+
+/// ResNet-50's `aten::empty` allocates the outputs of the batch norms and
+/// convolutions: the hint says it runs inside them.
+#[test]
+fn d2_other_operators_say_an_allocation_runs_inside_launching_operators() {
+    let x = allocations_before_launches(true);
+    assert!(
+        x.hint
+            .contains("(the most: `aten::empty`, 50 %; `aten::a`, 10 %; `aten::b`, 10 %)."),
+        "{}",
+        x.hint
+    );
+    assert!(
+        x.hint.contains(
+            "`aten::empty` runs inside operators that launch GPU work (`aten::a`, `aten::b` \
+             and 3 more), as part of dispatching them."
+        ),
+        "{}",
+        x.hint
+    );
+}
+
+/// Near miss: the same allocations directly in the step, whose range
+/// holds the launches but is no operator.
+#[test]
+fn d2_near_miss_an_allocation_outside_any_operator() {
+    let x = allocations_before_launches(false);
+    assert!(x.hint.contains("`aten::empty`, 50 %"), "{}", x.hint);
+    assert!(!x.hint.contains("runs inside"), "{}", x.hint);
+}
+
 #[test]
 fn d2_near_miss_other_operators_under_the_floor_together() {
     // A step of 3 ms: 8 µs of the two operators is under its 30 µs floor.

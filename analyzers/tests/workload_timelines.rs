@@ -656,6 +656,68 @@ fn a_custom_operator_gets_custom_operator_advice() {
     assert!(h.contains("`vllm::moe_forward` is a custom operator"), "{h}");
 }
 
+/// A `features` range whose operators, in order, hold the host time
+/// `calls` (name, µs) before one launch at its end.
+fn range_of_calls(calls: &[(&str, Ns)]) -> Finding {
+    let mut t = Sketch::in_units(US);
+    let launch = 10 + calls.iter().map(|c| c.1).sum::<Ns>();
+    t.o(0, launch + 20, "ProfilerStep#1")
+        .call(0, 2, "cudaLaunchKernel", 1);
+    t.o(10, launch + 2, "features");
+    let mut s = 10;
+    for &(name, us) in calls {
+        t.o(s, s + us, name);
+        s += us;
+    }
+    t.call(launch, launch + 2, "cudaLaunchKernel", 2);
+    t.named_kernel("k0", 7, 0, 8, 1)
+        .named_kernel("k1", 7, launch + 3, launch + 20, 2);
+    let f = findings(&t.finish());
+    find(&f, "cpu_bound_range")
+        .cloned()
+        .unwrap_or_else(|| panic!("{f:?}"))
+}
+
+/// The advice follows the operator the headline names, summed over its
+/// calls: two calls of a custom operator (400 µs of 700) outweigh the one
+/// longest call, `aten::addmm`'s 300 µs.
+#[test]
+fn a_custom_operator_over_its_calls_gets_custom_operator_advice() {
+    let x = range_of_calls(&[
+        ("vllm::moe_forward", 200),
+        ("aten::addmm", 300),
+        ("vllm::moe_forward", 200),
+    ]);
+    assert_eq!(x.operator.as_deref(), Some("vllm::moe_forward"));
+    assert!(
+        x.hint.contains("most of the time in `vllm::moe_forward`"),
+        "{}",
+        x.hint
+    );
+    assert!(
+        x.hint.contains("`vllm::moe_forward` is a custom operator"),
+        "{}",
+        x.hint
+    );
+}
+
+/// Near miss: the custom operator is the heaviest (200 µs of 650) but holds
+/// under half the operator time (TraceLens' B200 eager vLLM trace:
+/// `vllm::moe_forward`, 24 % of the step's range): the rest's advice.
+#[test]
+fn a_custom_operator_with_a_minority_of_the_time_gets_the_rests_advice() {
+    let x = range_of_calls(&[
+        ("vllm::moe_forward", 100),
+        ("aten::addmm", 150),
+        ("aten::mm", 150),
+        ("aten::bmm", 150),
+        ("vllm::moe_forward", 100),
+    ]);
+    assert_eq!(x.operator.as_deref(), Some("vllm::moe_forward"));
+    assert!(!x.hint.contains("is a custom operator"), "{}", x.hint);
+    assert!(x.hint.contains("compute on the CPU"), "{}", x.hint);
+}
+
 #[test]
 fn an_operator_that_launches_gets_dispatch_advice() {
     let h = cpu_bound_hint(&busy_op("aten::linear", true, &[]));
