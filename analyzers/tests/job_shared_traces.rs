@@ -124,6 +124,30 @@ fn dlrm_rank_7_holds_the_first_all_to_alls() {
     assert_eq!(j.steps[0].most_late_rank, Some(7));
 }
 
+/// The ranks begin step 10 up to 7.5 ms apart (rank 1 first, rank 7 last)
+/// and reach the first all-to-all 3.0-3.9 ms after their own starts: the
+/// spread of arrivals there is the spread of starts. Of the 22.9 ms of its
+/// waits that no single rank caused, 19.56 ms would not have been waited
+/// had the ranks begun together.
+#[test]
+fn dlrm_first_all_to_all_waits_for_ranks_that_began_later() {
+    let j = job("param/dlrm_8rank");
+    let cause = |name: &str| {
+        j.summary
+            .top_causes
+            .iter()
+            .find(|c| c.cause == name)
+            .map_or(0, |c| c.ns)
+    };
+    let staggered = cause("staggered_start");
+    assert!((19_500_000..19_600_000).contains(&staggered), "{staggered}");
+    let attributed: i64 = j.summary.wait_by_cause_ns.values().sum();
+    assert_eq!(
+        staggered + cause("no_culprit") + attributed,
+        j.summary.total_wait_ns
+    );
+}
+
 /// HTA's sampled ranks 0 and 1 of 128 hold different samples of their
 /// collectives (10 kernels each, not the same ones): matching by order is
 /// refused, offset votes find the 5 that both hold.

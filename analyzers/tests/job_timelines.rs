@@ -175,6 +175,71 @@ fn two_late_ranks_fixing_one_saves_little() {
     assert_eq!(none.map(|c| c.ns), Some(28));
 }
 
+/// `rank`, with its step (and window) starting at `start`.
+fn rank_starting(r: i64, start: i64, step_end: i64, calls: &[Call]) -> RankSummary {
+    let mut s = rank(r, 0, step_end, calls);
+    s.window.0 = start;
+    s.steps[0].start_ns = start;
+    s.steps[0].breakdown.window_ns = step_end - start;
+    s
+}
+
+/// ```text
+/// ns         0    10   20   30        50
+/// rank 0     cccccc[ar..................]
+/// rank 1          cccccc[ar.............]
+/// rank 2               cccccc[ar........]
+/// ```
+/// The ranks begin the step at 0, 10 and 20 and each computes 10 ns
+/// before the all-reduce: begun together, none would have waited. Rank 2
+/// alone holds the others back the last 10 ns (its late start); rank 0's
+/// first 10 ns of waiting were for rank 1 too, who also began late: the
+/// staggered starts, not "no single late rank".
+#[test]
+fn waits_for_ranks_that_began_the_step_later() {
+    let ranks = vec![
+        rank_starting(0, 0, 80, &[Call("all_reduce", 10, 50, 0, (10, 0, 0))]),
+        rank_starting(1, 10, 80, &[Call("all_reduce", 20, 50, 10, (10, 0, 0))]),
+        rank_starting(2, 20, 80, &[Call("all_reduce", 30, 50, 20, (10, 0, 0))]),
+    ];
+    let j = analyze_job(&ranks, &JobOptions { min_lateness_ns: 1 });
+    assert_eq!(j.collectives[0].total_wait_ns, 20 + 10);
+    assert_eq!(j.summary.wait_by_cause_ns.get("late_start"), Some(&20));
+    let cause = |name: &str| {
+        j.summary
+            .top_causes
+            .iter()
+            .find(|c| c.cause == name)
+            .map(|c| c.ns)
+    };
+    assert_eq!(cause("staggered_start"), Some(10));
+    assert_eq!(cause("no_culprit"), None);
+}
+
+/// Near miss: the same arrivals from one start, each rank computing longer
+/// (10, 20, 30 ns): rank 0's first 10 ns of waiting are for two ranks'
+/// longer work, which no start explains.
+#[test]
+fn waits_for_several_slower_ranks_are_no_staggered_start() {
+    let ranks = vec![
+        rank_starting(0, 0, 80, &[Call("all_reduce", 10, 50, 0, (10, 0, 0))]),
+        rank_starting(1, 0, 80, &[Call("all_reduce", 20, 50, 0, (20, 0, 0))]),
+        rank_starting(2, 0, 80, &[Call("all_reduce", 30, 50, 0, (30, 0, 0))]),
+    ];
+    let j = analyze_job(&ranks, &JobOptions { min_lateness_ns: 1 });
+    assert_eq!(j.collectives[0].total_wait_ns, 20 + 10);
+    assert_eq!(j.summary.wait_by_cause_ns.get("compute"), Some(&20));
+    let cause = |name: &str| {
+        j.summary
+            .top_causes
+            .iter()
+            .find(|c| c.cause == name)
+            .map(|c| c.ns)
+    };
+    assert_eq!(cause("staggered_start"), None);
+    assert_eq!(cause("no_culprit"), Some(10));
+}
+
 /// ```text
 /// rank 0   [a1]   [a2]   [a3]   [a4]        four all-reduces
 /// rank 1   [a1]          [a3]   [a4]        its trace lost a2

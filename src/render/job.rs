@@ -7,7 +7,7 @@ use super::table::Table;
 use super::text::wrap;
 use gapscope_analyzers::format::{duration, ms, percent};
 use gapscope_analyzers::job::align::{MatchMethod, RankAlignment};
-use gapscope_analyzers::job::culprit::job_cause_label;
+use gapscope_analyzers::job::culprit::{job_cause_label, job_loss_label};
 use gapscope_analyzers::job::finding::rank_list;
 use gapscope_analyzers::job::JobAnalysis;
 use std::io::{self, Write};
@@ -270,11 +270,7 @@ fn causes(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
     writeln!(out, "Where the ranks' time was lost (summed over ranks)")?;
     let mut t = Table::new(["lost to", "ms", "% of rank time"]);
     for c in s.top_causes.iter().take(MAX_CAUSE_ROWS) {
-        let what = match (c.kind.as_str(), c.cause.as_str()) {
-            ("wait", "no_culprit") => "waiting for peers, no single late rank".to_string(),
-            ("wait", cause) => format!("waiting for a late rank: its {}", job_cause_label(cause)),
-            (_, cause) => format!("idle GPU: {}", job_cause_label(cause)),
-        };
+        let what = job_loss_label(&c.kind, &c.cause);
         t.row([what, ms(c.ns), format!("{:.1}%", c.share * 100.0)]);
     }
     t.write(out, "  ")

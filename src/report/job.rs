@@ -5,7 +5,7 @@
 //! formatted and every rectangle already laid out; the templates only loop.
 
 use gapscope_analyzers::format::{duration, ms, percent};
-use gapscope_analyzers::job::culprit::job_cause_label;
+use gapscope_analyzers::job::culprit::{job_cause_label, job_loss_label};
 use gapscope_analyzers::job::finding::rank_list;
 use gapscope_analyzers::job::{JobAnalysis, JobFinding};
 use serde::Serialize;
@@ -306,11 +306,7 @@ pub fn build(j: &JobAnalysis) -> JobView {
             .iter()
             .take(10)
             .map(|c| CauseRow {
-                what: match (c.kind.as_str(), c.cause.as_str()) {
-                    ("wait", "no_culprit") => "waiting for peers, no single late rank".into(),
-                    ("wait", cause) => format!("waiting for a late rank: its {}", job_cause_label(cause)),
-                    (_, cause) => format!("idle GPU: {}", job_cause_label(cause)),
-                },
+                what: job_loss_label(&c.kind, &c.cause),
                 ms: ms(c.ns),
                 share: format!("{:.1}%", c.share * 100.0),
             })

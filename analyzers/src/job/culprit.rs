@@ -186,6 +186,55 @@ pub fn blame(ranks: &[RankSummary], clock: &Clock, matched: &[Vec<Option<usize>>
     }
 }
 
+/// The part of the wait at `t` that no single rank caused and that the
+/// ranks' staggered step starts explain: 0 unless every member's window
+/// runs from its step's start (the step's first collective). Members
+/// arrive at their start plus their lead-in; had they begun the step
+/// together, member m would wait only for the longest lead-in, `max L -
+/// L_m`. Of m's wait beyond that, the part before the second-last member
+/// arrived (the no-culprit part; after it the wait is the last arriver's,
+/// and when the last arriver's own cause is its late start, that part is
+/// not counted twice) is the staggered starts'. `blame` is `t`'s, when
+/// it is late.
+pub fn staggered_wait(
+    ranks: &[RankSummary],
+    clock: &Clock,
+    matched: &[Vec<Option<usize>>],
+    t: &Timed,
+    blame: Option<&Blame>,
+) -> Ns {
+    let windows: Vec<MemberWindow> = t
+        .arrivals
+        .iter()
+        .map(|a| member_window(ranks, clock, matched, a.rank, a.call))
+        .collect();
+    if !windows.iter().all(|w| w.from_window_start) {
+        return 0;
+    }
+    let lead_in: Vec<Ns> = t
+        .arrivals
+        .iter()
+        .zip(&windows)
+        .map(|(a, w)| a.start - w.start)
+        .collect();
+    let longest = lead_in.iter().copied().max().unwrap_or(0);
+    let others = &t.arrivals[..t.arrivals.len() - 1];
+    others
+        .iter()
+        .zip(&lead_in)
+        .map(|(a, &lead)| {
+            let caused = if blame.is_some() { t.caused_wait_of(a) } else { 0 };
+            let no_culprit = a.wait_ns - caused;
+            let aligned_wait = (longest - lead).max(0);
+            let mut by_starts = (a.wait_ns - aligned_wait).max(0);
+            if blame.is_some_and(|b| b.cause == "late_start") {
+                by_starts = (by_starts - caused).max(0);
+            }
+            by_starts.clamp(0, no_culprit.max(0))
+        })
+        .sum()
+}
+
 /// Whether the last arriver of `t` held the others back by more than the
 /// noise of the clocks.
 pub fn is_significant(t: &Timed, residual: &[Ns], opts: &JobOptions) -> bool {
@@ -397,7 +446,18 @@ pub fn job_cause_label(cause: &str) -> &str {
         "memcpy" => "copies",
         "memset" => "memsets",
         "late_start" => "late start",
+        "staggered_start" => "staggered step starts",
         other => other,
+    }
+}
+
+/// What a `top_causes` row of the job lost its time to, in words.
+pub fn job_loss_label(kind: &str, cause: &str) -> String {
+    match (kind, cause) {
+        ("wait", "no_culprit") => "waiting for peers, no single late rank".to_string(),
+        ("wait", "staggered_start") => "waiting for peers that began the step later".to_string(),
+        ("wait", cause) => format!("waiting for a late rank: its {}", job_cause_label(cause)),
+        (_, cause) => format!("idle GPU: {}", job_cause_label(cause)),
     }
 }
 

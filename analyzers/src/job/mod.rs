@@ -383,7 +383,18 @@ pub fn analyze_job_timeline(ranks: &[RankSummary], opts: &JobOptions) -> (JobAna
         ));
     }
     let rank_reports = rank_reports(ranks, &timed, &late, &step_numbers);
-    let summary = summarize_job(&rank_reports, &steps, &blamed);
+    // `blamed` holds the late ones of `timed`, in the same order.
+    let mut late_blames = blamed.iter().peekable();
+    let staggered: Ns = timed
+        .iter()
+        .map(|t| {
+            let blame = late_blames
+                .next_if(|b| std::ptr::eq(b.timed, t))
+                .map(|b| &b.blame);
+            culprit::staggered_wait(ranks, &clock, &matched, t, blame)
+        })
+        .sum();
+    let summary = summarize_job(&rank_reports, &steps, &blamed, staggered);
     let collectives = timed
         .iter()
         .zip(&late)
@@ -630,7 +641,9 @@ fn rank_reports(ranks: &[RankSummary], timed: &[Timed], late: &[bool], steps: &[
     out
 }
 
-fn summarize_job(ranks: &[RankReport], steps: &[JobStep], blamed: &[Blamed]) -> JobSummary {
+/// The job's summary; `staggered` is the part of the waits no single rank
+/// caused that staggered step starts explain ([`culprit::staggered_wait`]).
+fn summarize_job(ranks: &[RankReport], steps: &[JobStep], blamed: &[Blamed], staggered: Ns) -> JobSummary {
     let mut wait_by_cause: BTreeMap<String, Ns> = BTreeMap::new();
     for b in blamed {
         *wait_by_cause.entry(b.blame.cause.clone()).or_default() += b.timed.caused_wait_ns();
@@ -669,14 +682,23 @@ fn summarize_job(ranks: &[RankReport], steps: &[JobStep], blamed: &[Blamed]) -> 
     }
     // Waits at collectives without a late rank (everyone a little late, or
     // one early rank), and the waits at late ones before their second-last
-    // member arrived (several ranks late), have no single culprit.
-    if total_wait > attributed {
-        top.push(CauseShare {
-            kind: "wait".into(),
-            cause: "no_culprit".into(),
-            ns: total_wait - attributed,
-            share: share(total_wait - attributed),
-        });
+    // member arrived (several ranks late), have no single culprit; at a
+    // step's first collective much of that may be the ranks' staggered
+    // step starts.
+    let unattributed = (total_wait - attributed).max(0);
+    let staggered = staggered.clamp(0, unattributed);
+    for (cause, ns) in [
+        ("staggered_start", staggered),
+        ("no_culprit", unattributed - staggered),
+    ] {
+        if ns > 0 {
+            top.push(CauseShare {
+                kind: "wait".into(),
+                cause: cause.into(),
+                ns,
+                share: share(ns),
+            });
+        }
     }
     top.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.cause.cmp(&b.cause)));
     JobSummary {
