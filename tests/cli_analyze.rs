@@ -224,6 +224,24 @@ fn launch_counts_take_the_singular_for_one() {
     );
 }
 
+/// TraceLens' vLLM graph decode on ROCm: 8 `hipMemcpyAsync` calls ask for
+/// host-to-device copies (`kind` 1) whose GPU records say `Memcpy DtoD`;
+/// the breakdown follows the calls, and the diagnostics say so.
+#[test]
+fn copies_counted_in_their_calls_direction_are_counted_as_such() {
+    let p = shared_trace("tracelens/inference/vllm_decode_full/graph_execution.json.gz");
+    let args = [
+        OsString::from("analyze"),
+        "--format".into(),
+        "json".into(),
+        p.into(),
+    ];
+    let j = gapscope(args).expect_code(0).json();
+    assert_eq!(j["diagnostics"]["importer"]["copy_direction_from_call"], 8);
+    let by_kind = &j["devices"][0]["breakdown"]["memcpy_by_kind_ns"];
+    assert!(by_kind["htod"].as_i64().unwrap() > 0, "{by_kind}");
+}
+
 /// HTA's triton example: one 1.8 µs kernel in a 13.3 s capture with no
 /// CPU activity around it. Nothing in the trace explains that idle time,
 /// so the bound does not promise to remove it (7,577,452× before).

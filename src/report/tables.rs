@@ -327,6 +327,18 @@ fn diagnostic_lines(d: &AnalysisDiagnostics) -> Vec<String> {
             Diagnostics::CORRELATION_REUSED
         ));
     }
+    if let Some(n) = kept(Diagnostics::COPY_DIRECTION_FROM_CALL) {
+        let (copies, record) = if n == 1 {
+            ("copy", "record names")
+        } else {
+            ("copies", "records name")
+        };
+        out.push(format!(
+            "{n} {copies} counted in the direction their launching call asked for, where their GPU \
+             {record} another (ROCm's tracer records host copies as `Memcpy DtoD`) ({}).",
+            Diagnostics::COPY_DIRECTION_FROM_CALL
+        ));
+    }
     let skipped: Vec<(&String, &u64)> = d
         .importer
         .iter()
@@ -404,5 +416,15 @@ mod tests {
             lines[3],
             "The importer skipped 3 events (event_missing_ts: 2, unknown_phase: 1)."
         );
+
+        d.importer
+            .insert(Diagnostics::COPY_DIRECTION_FROM_CALL.into(), 12);
+        let lines = diagnostic_lines(&d);
+        assert_eq!(lines.len(), 5, "{lines:?}");
+        assert!(
+            lines[3].starts_with("12 copies counted in the direction their launching call asked for"),
+            "{lines:?}"
+        );
+        assert!(lines[4].starts_with("The importer skipped 3 events"), "{lines:?}");
     }
 }

@@ -111,7 +111,7 @@ pub fn merge(parts: Vec<Trace>, source: &str) -> Trace {
         }
         let mut d = part.diagnostics.clone();
         // Recounted by `finish` over the merged rows.
-        for reason in Diagnostics::KEPT {
+        for reason in Diagnostics::RECOUNTED {
             d.counts.remove(*reason);
         }
         b.diagnostics.absorb(d);

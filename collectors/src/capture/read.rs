@@ -379,7 +379,7 @@ pub fn trace(bytes: &[u8], file: &str) -> Result<Trace, CaptureError> {
     // reused correlation ids) is counted again; the rest is what the
     // original importer noted.
     let mut recounted = std::mem::replace(&mut t.diagnostics, diagnostics);
-    for reason in Diagnostics::KEPT {
+    for reason in Diagnostics::RECOUNTED {
         t.diagnostics.counts.remove(*reason);
         if let Some(n) = recounted.counts.remove(*reason) {
             t.diagnostics.counts.insert(reason.to_string(), n);

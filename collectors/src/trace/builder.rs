@@ -450,6 +450,7 @@ impl TraceBuilder {
             return;
         }
         let g = &mut self.gpu;
+        let mut changed = 0u64;
         for i in 0..g.len() {
             if g.kind[i] != GpuKind::Memcpy || g.correlation[i] == 0 {
                 continue;
@@ -465,6 +466,10 @@ impl TraceBuilder {
             let Some(kind) = call.kind.filter(|&k| k != g.copy_kind[i]) else {
                 continue;
             };
+            // A record that named no direction only gains one.
+            if g.copy_kind[i] != CopyKind::None {
+                changed += 1;
+            }
             g.copy_kind[i] = kind;
             let host = |m: MemKind| if m == MemKind::Device { MemKind::Unknown } else { m };
             match kind {
@@ -476,6 +481,13 @@ impl TraceBuilder {
                 }
                 _ => {}
             }
+        }
+        if changed > 0 {
+            *self
+                .diagnostics
+                .counts
+                .entry(Diagnostics::COPY_DIRECTION_FROM_CALL.into())
+                .or_default() += changed;
         }
     }
 

@@ -125,10 +125,23 @@ impl Diagnostics {
     /// calls that started at or before it.
     pub const CORRELATION_REUSED: &'static str = "correlation_id_reused";
 
+    /// Copies whose GPU record names another direction than the runtime
+    /// call that launched them asked for (ROCm's tracer records host copies
+    /// as `Memcpy DtoD`); they are counted in the call's direction.
+    pub const COPY_DIRECTION_FROM_CALL: &'static str = "copy_direction_from_call";
+
     /// Reasons that describe rows kept as they are, not events dropped.
-    /// [`TraceBuilder::finish`](super::TraceBuilder::finish) counts them
-    /// from the rows, so a capture read back or merged counts them again.
-    pub const KEPT: &'static [&'static str] = &[Self::PARTIAL_OVERLAP, Self::CORRELATION_REUSED];
+    pub const KEPT: &'static [&'static str] = &[
+        Self::PARTIAL_OVERLAP,
+        Self::CORRELATION_REUSED,
+        Self::COPY_DIRECTION_FROM_CALL,
+    ];
+
+    /// The kept reasons [`TraceBuilder::finish`](super::TraceBuilder::finish)
+    /// counts from the rows, so a capture read back or merged counts them
+    /// again (a copy's direction is stored as applied, so the count of
+    /// directions taken from calls is the importer's).
+    pub const RECOUNTED: &'static [&'static str] = &[Self::PARTIAL_OVERLAP, Self::CORRELATION_REUSED];
 
     /// The counts of events that were skipped, by reason (without [`Self::KEPT`]).
     pub fn skipped(&self) -> impl Iterator<Item = (&str, u64)> {
