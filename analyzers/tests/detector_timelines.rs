@@ -338,6 +338,15 @@ fn d5_short_wait_long_drain() {
     let x = find(&f, "blocking_device_to_host_read").expect("D5");
     assert_eq!(x.idle_ns, 2 * US);
     assert!(x.explained_ns > 10 * US, "{x:?}");
+    // The hint says both: the wait, and the drain after the call returns.
+    assert!(
+        x.hint.contains(
+            "the GPU idles 2.0 µs per step until the call returns, and 13.0 µs more while the \
+             CPU launches the next work."
+        ),
+        "{}",
+        x.hint
+    );
 }
 
 /// D6: `torch.cuda.synchronize()` waits for k1, then the host launches k2.

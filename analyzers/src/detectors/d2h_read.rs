@@ -83,9 +83,21 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                  boolean-mask indexing inside the step, which read back a size."
             };
             let per = cx.per_step();
+            // The idle claimed here ends when the call returns; the drain
+            // after it is the host's (claimed by whoever explains it), yet
+            // it is what the read costs the GPU too.
+            let drain = cx.drain_after(&g.pieces);
+            let relaunch = if drain > 0 {
+                format!(
+                    ", and {} more while the CPU launches the next work",
+                    duration(drain / cx.n_steps())
+                )
+            } else {
+                String::new()
+            };
             let hint = format!(
-                "{place} blocks the CPU until the GPU finishes, then the GPU idles {} {per} \
-                 while the CPU catches up. {advice} Find every such call with \
+                "{place} blocks the CPU until the GPU finishes: the GPU idles {} {per} until \
+                 the call returns{relaunch}. {advice} Find every such call with \
                  `torch.cuda.set_sync_debug_mode(\"warn\")`.",
                 duration(g.idle_ns / cx.n_steps())
             );
@@ -100,7 +112,7 @@ pub(super) fn detect(cx: &Cx, claims: &mut [bool]) -> Vec<Draft> {
                 hint
             };
             let mut d = cx.sync_draft(g, "D5", "blocking_device_to_host_read", title, hint);
-            d.drain_ns = cx.drain_after(&g.pieces);
+            d.drain_ns = drain;
             // No GPU work waits behind the last read of a run: no saving.
             d.estimable = !last_read;
             d
