@@ -653,6 +653,26 @@ fn b200_step_range_with_a_custom_minority_gets_dispatch_advice() {
     );
 }
 
+/// TraceLens' vLLM graph decode: 421 of its 425 kernels replay from one
+/// `hipGraphLaunch`, and the step's range before it is the engine's Python
+/// (96 %): the advice is to overlap it with the replays, not to capture
+/// graphs.
+#[test]
+fn vllm_host_time_around_its_graph_gets_overlap_advice() {
+    let f = shared_findings(
+        "tracelens/inference/vllm_decode_full/graph_execution.json.gz",
+        &AnalyzeOptions::default(),
+    );
+    let range = of(&f, "cpu_bound_range");
+    assert_eq!(range.len(), 1, "{f:?}");
+    let h = &range[0].hint;
+    assert!(
+        h.contains("Most of this device's kernels (99 %) already run from HIP graph replays, so this time"),
+        "{h}"
+    );
+    assert!(!h.contains("capture the step with"), "{h}");
+}
+
 /// HTA's nccl_data rank: each `DistributedDataParallel.forward` starts by
 /// flattening its buffers, broadcasting them (`c10d::broadcast_`, Float and
 /// Long) and unflattening them (`aten::unflatten_dense_tensors`, 15.25 and

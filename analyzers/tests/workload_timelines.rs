@@ -718,6 +718,53 @@ fn a_custom_operator_with_a_minority_of_the_time_gets_the_rests_advice() {
     assert!(x.hint.contains("compute on the CPU"), "{}", x.hint);
 }
 
+/// Two replays of 10 kernels each, launched by `launch` (µs), with 190 µs
+/// of the engine's Python between them (the host preparing the next step).
+///
+/// ```text
+/// µs        0  8 10        210            400 408 410       610
+/// stream 7       [10 kernels]                     [10 kernels]
+/// thread    [L1]  [engine.py(10): step......][L2]
+/// ```
+fn python_between_launches(launch: &str) -> String {
+    let mut t = Sketch::in_units(US);
+    t.o(0, 700, "ProfilerStep#1").call(0, 8, launch, 1);
+    t.op_as(10, 400, "engine.py(10): step", CpuOpKind::PythonFunction);
+    t.call(400, 408, launch, 2);
+    for (corr, at) in [(1, 10), (2, 410)] {
+        for i in 0..10 {
+            t.named_kernel("k", 7, at + 20 * i, at + 20 * i + 20, corr);
+        }
+    }
+    let f = findings(&t.finish());
+    f.iter()
+        .find(|x| x.id == "framework_overhead")
+        .map(|x| x.hint.clone())
+        .unwrap_or_else(|| panic!("no framework_overhead finding: {f:?}"))
+}
+
+/// The kernels run from graph replays: the host time around them is the
+/// engine's, which graphs do not capture (TraceLens' vLLM graph decode:
+/// 421 of its 425 kernels from one `hipGraphLaunch`).
+#[test]
+fn host_time_around_graph_replays_gets_overlap_advice() {
+    let h = python_between_launches("cudaGraphLaunch");
+    assert!(
+        h.contains("Most of this device's kernels (100 %) already run from CUDA graph replays"),
+        "{h}"
+    );
+    assert!(h.contains("`--async-scheduling`"), "{h}");
+    assert!(!h.contains("capture the step with"), "{h}");
+}
+
+/// Near miss: the same kernels launched eagerly: graphs are the advice.
+#[test]
+fn host_time_between_eager_launches_gets_graph_advice() {
+    let h = python_between_launches("cudaLaunchKernel");
+    assert!(h.contains("capture the step with CUDA graphs"), "{h}");
+    assert!(!h.contains("graph replays"), "{h}");
+}
+
 #[test]
 fn an_operator_that_launches_gets_dispatch_advice() {
     let h = cpu_bound_hint(&busy_op("aten::linear", true, &[]));

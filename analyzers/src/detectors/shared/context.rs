@@ -9,11 +9,12 @@ use crate::attribution::OpContext;
 use crate::detectors::artifacts;
 use crate::evidence::DeviceEvidence;
 use crate::intervals::Span;
+use crate::names::is_graph_launch_api;
 use crate::platform::Platform;
 use crate::segments::IdleSegment;
 use crate::window::{Step, Window};
 use crate::workload::Workload;
-use gapscope_collectors::trace::{CallRow, GpuRow, Ns, ThreadId, Trace};
+use gapscope_collectors::trace::{CallRow, GpuKind, GpuRow, Ns, ThreadId, Trace};
 use std::borrow::Cow;
 
 /// Everything the detectors of one device share.
@@ -43,6 +44,8 @@ pub(crate) struct Cx<'a> {
     /// Per `gpu` row: a collective kernel
     /// ([`collectives::communication_rows`](crate::collectives::communication_rows)).
     pub comm: &'a [bool],
+    /// Read through [`Cx::graph_replayed`].
+    graph_replayed: std::sync::OnceLock<(u64, u64)>,
 }
 
 impl<'a> Cx<'a> {
@@ -76,6 +79,7 @@ impl<'a> Cx<'a> {
             workload: ops.workload,
             busy: crate::gaps::busy_rows(trace, device),
             comm,
+            graph_replayed: std::sync::OnceLock::new(),
         };
         cx.pieces = cx.cut();
         cx
@@ -89,6 +93,27 @@ impl<'a> Cx<'a> {
             Cow::Borrowed(_) => None,
         };
         (segs, self.pieces, self.call_gpu, self.busy)
+    }
+
+    /// The device's kernels in the window with a launching call: those a
+    /// graph launch replayed, and all of them.
+    pub fn graph_replayed(&self) -> (u64, u64) {
+        *self.graph_replayed.get_or_init(|| {
+            let (t, (ws, we)) = (self.trace, self.window);
+            let (mut replayed, mut all) = (0, 0);
+            for &r in &self.busy {
+                let r = r.index();
+                if t.gpu.kind[r] != GpuKind::Kernel || t.gpu.start[r] >= we || t.gpu.end[r] <= ws {
+                    continue;
+                }
+                let Some(c) = t.links.gpu_launch[r] else { continue };
+                all += 1;
+                if is_graph_launch_api(t.strings.get(t.runtime.name[c.index()])) {
+                    replayed += 1;
+                }
+            }
+            (replayed, all)
+        })
     }
 
     /// Piece `i`.
