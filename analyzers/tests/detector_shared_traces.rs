@@ -673,6 +673,22 @@ fn vllm_host_time_around_its_graph_gets_overlap_advice() {
     assert!(!h.contains("capture the step with"), "{h}");
 }
 
+/// Kernels a sliver of the window (vLLM's graph capture: 19.6 µs of kernels
+/// in 59 ms; HTA's triton example: one 1.8 µs kernel in 13.3 s; the
+/// TensorBoard plugin's GPU-metrics input: 48 µs in 13.4 ms): however few
+/// blocks they launch, filling the SMs cannot move the step, so no D12.
+#[test]
+fn kernels_a_sliver_of_the_window_are_not_called_underfilled() {
+    for rel in [
+        "tracelens/inference/vllm_decode_full/capture_traces/graph_capture_rank_0.1773709742341309550.pt.trace.json.gz",
+        "hta/triton_example/triton_example.json.gz",
+        "kineto-tb-plugin/gpu_metrics_input.json",
+    ] {
+        let f = shared_findings(rel, &AnalyzeOptions::default());
+        assert!(of(&f, "underfilled_kernels").is_empty(), "{rel}: {f:?}");
+    }
+}
+
 /// HTA's nccl_data rank: each `DistributedDataParallel.forward` starts by
 /// flattening its buffers, broadcasting them (`c10d::broadcast_`, Float and
 /// Long) and unflattening them (`aten::unflatten_dense_tensors`, 15.25 and

@@ -893,10 +893,16 @@ fn d11_near_miss_under_five_percent() {
     assert!(find(&dataloader(3), "dataloader_stall").is_none());
 }
 
-/// D12: kernels with `blocks` blocks on an 80-SM GPU.
+/// D12: kernels with `blocks` blocks on an 80-SM GPU, 40 µs of them in a
+/// 50 µs step.
 fn grids(blocks: u32) -> Vec<Finding> {
+    grids_in_step(blocks, 50)
+}
+
+/// [`grids`] in a step of `step_us`.
+fn grids_in_step(blocks: u32, step_us: Ns) -> Vec<Finding> {
     let mut t = Sketch::in_units(US);
-    t.device("GPU", 80).op(0, 50, "ProfilerStep#1");
+    t.device("GPU", 80).op(0, step_us, "ProfilerStep#1");
     t.call(0, 1, "cudaLaunchKernel", 1)
         .call(2, 3, "cudaLaunchKernel", 2);
     t.named_kernel("small_grid_kernel", 7, 5, 20, 1)
@@ -918,6 +924,15 @@ fn d12_underfilled_kernels() {
 #[test]
 fn d12_near_miss_full_grid() {
     assert!(find(&grids(160), "underfilled_kernels").is_none());
+}
+
+/// Near miss: the same kernels in a 5 ms step leave 36 µs of SM time
+/// unused, under 1 % of it (50 µs): the GPU's idle time, not its shape,
+/// is what the step is made of.
+#[test]
+fn d12_near_miss_kernels_a_sliver_of_the_window() {
+    assert!(find(&grids_in_step(8, 5000), "underfilled_kernels").is_none());
+    assert!(find(&grids_in_step(8, 3000), "underfilled_kernels").is_some());
 }
 
 /// How stream 9 learns to wait for stream 7 in [`stream_wait`].

@@ -14,7 +14,7 @@
 //! limit. Each kernel leaves `1 − blocks / SMs` of the GPU unused for its
 //! duration; the finding is reported when that unused SM time is at least
 //! [`MIN_SHARE`] of the device's kernel time (ours: below it the picture
-//! does not change). A 120-block kernel on 132 SMs uses 91 % of them and
+//! does not change) and at least [`MIN_WINDOW_SHARE`] of the window. A 120-block kernel on 132 SMs uses 91 % of them and
 //! weighs a tenth of an 8-block one. Not idle time and not estimable from a
 //! timeline: `idle_ns`, `explained_ns` and `est_savings_ns` are 0.
 
@@ -26,6 +26,13 @@ use std::collections::HashMap;
 /// Share of kernel time left unused by underfilled kernels (their
 /// duration times the share of SMs they leave idle) to report them (ours).
 pub const MIN_SHARE: f64 = 0.10;
+
+/// ...and share of the window that unused SM time must reach too (ours, as
+/// D2's floor: below 1 % filling the SMs cannot move the step time
+/// measurably). A GPU idle nearly all the window makes every kernel's
+/// shape moot: TraceLens' vLLM graph-capture trace runs 19.6 µs of kernels
+/// in 59 ms, HTA's triton example one 1.8 µs kernel in 13.3 s.
+pub const MIN_WINDOW_SHARE: f64 = 0.01;
 
 pub(super) fn detect(cx: &Cx) -> Option<Draft> {
     let t = cx.trace;
@@ -53,7 +60,10 @@ pub(super) fn detect(cx: &Cx) -> Option<Draft> {
         let e = by_name.entry(g.name[i].0).or_insert((0.0, GpuRow::new(i)));
         e.0 += g.dur(i) as f64 * idle_share;
     }
-    if count == 0 || unused_ns < MIN_SHARE * kernel_ns as f64 {
+    if count == 0
+        || unused_ns < MIN_SHARE * kernel_ns as f64
+        || unused_ns < MIN_WINDOW_SHARE * (we - ws) as f64
+    {
         return None;
     }
     let (_, &(_, row)) = by_name
