@@ -485,6 +485,17 @@ fn hints_on_traces_without_backward_give_no_training_advice() {
     assert!(h.contains("tensor-parallel forward pass"), "{h}");
     let prof = of(&f, "profiler_overhead");
     assert!(!prof[0].hint.contains("training"), "{}", prof[0].hint);
+    let dispatch = f
+        .iter()
+        .find(|x| x.hint.contains("These operators launch GPU work"))
+        .unwrap_or_else(|| panic!("{f:?}"));
+    assert!(
+        dispatch
+            .hint
+            .contains("in vLLM or SGLang, keep graphs on rather than running eager"),
+        "{}",
+        dispatch.hint
+    );
     for rel in [
         "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
         "tracelens/inference/xdit_sd_3.5/profile_trace_rank_0.json.gz",
@@ -527,6 +538,17 @@ fn hints_on_training_traces_keep_training_advice() {
         reads.iter().any(|x| x.hint.contains("accumulate losses")),
         "{reads:?}"
     );
+    // Graphs are advice for training too; the serving engines' switch is
+    // not.
+    let dispatch: Vec<_> = f
+        .iter()
+        .filter(|x| x.hint.contains("These operators launch GPU work"))
+        .collect();
+    assert!(!dispatch.is_empty(), "{f:?}");
+    for x in dispatch {
+        assert!(x.hint.contains("Replay the step as CUDA graphs"), "{}", x.hint);
+        assert!(!x.hint.contains("vLLM"), "{}", x.hint);
+    }
 }
 
 /// The DLRM ranks load with `_SingleProcessDataLoaderIter`, whose

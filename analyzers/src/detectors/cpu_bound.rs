@@ -968,13 +968,22 @@ fn advice_for(cx: &Cx, host: HostTime) -> String {
         HostWork::Dispatch | HostWork::Framework if replayed(cx).is_some() => {
             around_graphs(cx, "the time in these operators")
         }
-        HostWork::Dispatch => format!(
-            "These operators launch GPU work, but their host side (Python, dispatch, the launch \
-             calls) takes longer than their kernels: the GPU waits for the launches. Replay the \
-             step as {graphs} graphs (`torch.cuda.graph`, `torch.compile(mode=\"reduce-overhead\")`; \
-             in vLLM or SGLang, keep graphs on rather than running eager), fuse operators with \
-             `torch.compile`, or give each launch more work (a larger batch)."
-        ),
+        HostWork::Dispatch => {
+            // Serving engines' switch is advice for programs that may
+            // serve: a trace with a backward pass is training.
+            let engines = if cx.workload.may_be_forward_only() {
+                "; in vLLM or SGLang, keep graphs on rather than running eager"
+            } else {
+                ""
+            };
+            format!(
+                "These operators launch GPU work, but their host side (Python, dispatch, the launch \
+                 calls) takes longer than their kernels: the GPU waits for the launches. Replay the \
+                 step as {graphs} graphs (`torch.cuda.graph`, \
+                 `torch.compile(mode=\"reduce-overhead\")`{engines}), fuse operators with \
+                 `torch.compile`, or give each launch more work (a larger batch)."
+            )
+        }
         HostWork::Framework => format!(
             "These are many short operators that launch nothing on the GPU (views, reshapes, \
              slicing, shape arithmetic): framework overhead, not computation. Take shape logic \
