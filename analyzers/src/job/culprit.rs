@@ -442,7 +442,7 @@ pub fn job_cause_label(cause: &str) -> &str {
     }
     match cause {
         "compute" => "longer compute",
-        "communication" => "another collective",
+        "communication" => "time in other collectives",
         "memcpy" => "copies",
         "memset" => "memsets",
         "late_start" => "late start",
@@ -542,5 +542,27 @@ mod tests {
         }
         assert_eq!(job_cause_label("compute"), "longer compute");
         assert_eq!(job_cause_label("late_start"), "late start");
+    }
+
+    /// Each label reads after "its" (and after "cause:").
+    #[test]
+    fn loss_labels_read_as_phrases() {
+        assert_eq!(
+            job_loss_label("wait", "communication"),
+            "waiting for a late rank: its time in other collectives"
+        );
+        assert_eq!(
+            job_loss_label("wait", "late_start"),
+            "waiting for a late rank: its late start"
+        );
+        assert_eq!(
+            job_loss_label("wait", "staggered_start"),
+            "waiting for peers that began the step later"
+        );
+        assert_eq!(
+            job_loss_label("wait", "no_culprit"),
+            "waiting for peers, no single late rank"
+        );
+        assert_eq!(job_loss_label("idle", "cpu_op"), "idle GPU: CPU-bound operator");
     }
 }
