@@ -102,6 +102,31 @@ fn dlrm_directory_is_one_job() {
     );
 }
 
+/// HTA's sampled ranks 0 and 1 over steps 551 and 552: a saving summed
+/// over both steps says so.
+#[test]
+fn savings_over_several_steps_say_how_many() {
+    let dir = shared_trace("hta/trace_filter");
+    let r = gapscope(args(&["analyze"], &[&dir])).expect_code(0);
+    let exposed = r
+        .stdout
+        .lines()
+        .skip_while(|l| !l.contains("[exposed_communication]"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(
+        exposed.contains("of the job's step time over 2 steps"),
+        "{exposed}"
+    );
+    let straggler = r
+        .stdout
+        .lines()
+        .skip_while(|l| !l.contains("[straggler_wait] step 552"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(!straggler.contains("over"), "{straggler}");
+}
+
 /// The example, through the command line: rank 3's DataLoader
 /// makes the others wait 12 ms in step 11. The ranks are named only by
 /// their files (`worker<N>`), so there is no world size.

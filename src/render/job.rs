@@ -119,9 +119,10 @@ fn findings(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
     for (i, f) in j.findings.iter().take(MAX_FINDINGS).enumerate() {
         writeln!(out, "{:>3}. [{}] {}", i + 1, f.id, f.title)?;
         let mut facts = vec![format!(
-            "saves {}~{} of the job's step time",
+            "saves {}~{} of the job's step time{}",
             if f.untraced_ranks > 0 { "at most " } else { "" },
-            duration(f.est_savings_ns)
+            duration(f.est_savings_ns),
+            f.over_steps()
         )];
         if f.total_wait_ns > 0 {
             facts.push(format!("others waited {} in all", duration(f.total_wait_ns)));

@@ -478,10 +478,10 @@ fn step_rows(j: &JobAnalysis) -> Vec<StepRow> {
 
 /// `saves ~12.00 ms` (`~850.0 µs`: each in its unit), or `saves at most
 /// ~12.00 ms` when ranks of the job were not traced (the culprit may not
-/// have been the last).
+/// have been the last); ` over 2 steps` when summed over several.
 fn saves(f: &JobFinding) -> String {
     let bound = if f.untraced_ranks > 0 { "at most " } else { "" };
-    format!("saves {bound}~{}", duration(f.est_savings_ns))
+    format!("saves {bound}~{}{}", duration(f.est_savings_ns), f.over_steps())
 }
 
 #[cfg(test)]

@@ -61,6 +61,17 @@ pub struct JobFinding {
     pub untraced_ranks: u64,
 }
 
+impl JobFinding {
+    /// ` over 2 steps` when the saving is summed over more than one step
+    /// (else empty): a per-step reading would double it.
+    pub fn over_steps(&self) -> String {
+        match self.steps.len() {
+            0 | 1 => String::new(),
+            n => format!(" over {n} steps"),
+        }
+    }
+}
+
 /// Orders findings: largest saving first; culprit findings before the
 /// others on ties, then by step.
 pub fn rank_findings(f: &mut [JobFinding]) {
