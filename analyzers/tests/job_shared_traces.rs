@@ -99,7 +99,11 @@ fn dlrm_rank_7_holds_the_first_all_to_alls() {
     let first = &j
         .findings
         .iter()
-        .find(|f| f.collective_ordinal == Some(1) && f.collective.as_deref() == Some("all_to_all"))
+        .find(|f| {
+            f.id == "straggler_wait"
+                && f.collective_ordinal == Some(1)
+                && f.collective.as_deref() == Some("all_to_all")
+        })
         .unwrap();
     assert_eq!(first.culprit_rank, Some(7));
     assert_eq!(first.cause.as_deref(), Some("late_start"));
@@ -117,8 +121,7 @@ fn dlrm_rank_7_holds_the_first_all_to_alls() {
         "{}",
         first.est_savings_ns
     );
-    let top = &j.findings[0];
-    assert_eq!(top.id, "straggler_wait");
+    let top = j.findings.iter().find(|f| f.id == "straggler_wait").unwrap();
     assert_eq!(top.culprit_rank, Some(7));
     assert_eq!(j.steps.len(), 1);
     assert_eq!(j.steps[0].most_late_rank, Some(7));
@@ -146,6 +149,16 @@ fn dlrm_first_all_to_all_waits_for_ranks_that_began_later() {
         staggered + cause("no_culprit") + attributed,
         j.summary.total_wait_ns
     );
+    // The finding that says so ranks first, by what aligning the starts
+    // could save at most: the 7.5 ms between rank 1's start and rank 7's.
+    let f = &j.findings[0];
+    assert_eq!(f.id, "staggered_start");
+    assert_eq!(f.total_wait_ns, staggered);
+    assert_eq!(f.est_savings_ns, 0);
+    let bound = f.savings_bound_ns.unwrap();
+    assert!((7_500_000..7_520_000).contains(&bound), "{bound}");
+    assert_eq!(f.collective.as_deref(), Some("all_to_all"));
+    assert_eq!(f.collective_ordinal, Some(1));
 }
 
 /// HTA's sampled ranks 0 and 1 of 128 hold different samples of their

@@ -214,6 +214,26 @@ fn waits_for_ranks_that_began_the_step_later() {
     };
     assert_eq!(cause("staggered_start"), Some(10));
     assert_eq!(cause("no_culprit"), None);
+    // A finding says so, with no culprit and no estimated saving: at most
+    // the 20 ns between the first and the last start.
+    let f = j
+        .findings
+        .iter()
+        .find(|f| f.id == "staggered_start")
+        .unwrap_or_else(|| panic!("{:#?}", j.findings));
+    assert_eq!(f.culprit_rank, None);
+    assert_eq!(
+        (f.total_wait_ns, f.est_savings_ns, f.savings_bound_ns),
+        (10, 0, Some(20))
+    );
+    assert_eq!(f.wait_ns.get(&0), Some(&10));
+    assert!(
+        f.title.starts_with(
+            "step 1: the ranks began the step up to 20 ns apart, and at its first collective (all_reduce #1)"
+        ),
+        "{}",
+        f.title
+    );
 }
 
 /// Near miss: the same arrivals from one start, each rank computing longer
@@ -238,6 +258,11 @@ fn waits_for_several_slower_ranks_are_no_staggered_start() {
     };
     assert_eq!(cause("staggered_start"), None);
     assert_eq!(cause("no_culprit"), Some(10));
+    assert!(
+        !j.findings.iter().any(|f| f.id == "staggered_start"),
+        "{:#?}",
+        j.findings
+    );
 }
 
 /// ```text

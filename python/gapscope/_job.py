@@ -121,6 +121,8 @@ class Job:
         finds = "".join(
             f"<li>{e(f['title'])}"
             + (f" <b>(saves ~{f['est_savings_ns'] / 1e6:.3f} ms)</b>" if f["est_savings_ns"] > 0 else "")
+            + (f" <b>(saving not estimable, at most ~{f['savings_bound_ns'] / 1e6:.3f} ms)</b>"
+               if f.get("savings_bound_ns") else "")
             + f"<div style='color:#555'>{e(f['hint'])}</div></li>"
             for f in s["findings"][:10]
         )

@@ -118,12 +118,19 @@ fn findings(out: &mut dyn Write, j: &JobAnalysis) -> io::Result<()> {
     writeln!(out, "What held the job back (ranked by estimated savings)")?;
     for (i, f) in j.findings.iter().take(MAX_FINDINGS).enumerate() {
         writeln!(out, "{:>3}. [{}] {}", i + 1, f.id, f.title)?;
-        let mut facts = vec![format!(
-            "saves {}~{} of the job's step time{}",
-            if f.untraced_ranks > 0 { "at most " } else { "" },
-            duration(f.est_savings_ns),
-            f.over_steps()
-        )];
+        let mut facts = vec![match f.savings_bound_ns {
+            Some(bound) => format!(
+                "saving not estimable from the trace (at most ~{} of the job's step time{})",
+                duration(bound),
+                f.over_steps()
+            ),
+            None => format!(
+                "saves {}~{} of the job's step time{}",
+                if f.untraced_ranks > 0 { "at most " } else { "" },
+                duration(f.est_savings_ns),
+                f.over_steps()
+            ),
+        }];
         if f.total_wait_ns > 0 {
             facts.push(format!("others waited {} in all", duration(f.total_wait_ns)));
         }

@@ -478,8 +478,16 @@ fn step_rows(j: &JobAnalysis) -> Vec<StepRow> {
 
 /// `saves ~12.00 ms` (`~850.0 µs`: each in its unit), or `saves at most
 /// ~12.00 ms` when ranks of the job were not traced (the culprit may not
-/// have been the last); ` over 2 steps` when summed over several.
+/// have been the last); ` over 2 steps` when summed over several; or the
+/// bound of a saving the trace cannot estimate.
 fn saves(f: &JobFinding) -> String {
+    if let Some(bound) = f.savings_bound_ns {
+        return format!(
+            "saving not estimable (at most ~{}{})",
+            duration(bound),
+            f.over_steps()
+        );
+    }
     let bound = if f.untraced_ranks > 0 { "at most " } else { "" };
     format!("saves {bound}~{}{}", duration(f.est_savings_ns), f.over_steps())
 }

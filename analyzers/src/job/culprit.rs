@@ -186,8 +186,25 @@ pub fn blame(ranks: &[RankSummary], clock: &Clock, matched: &[Vec<Option<usize>>
     }
 }
 
+/// The part of the waits at one collective that the ranks' staggered step
+/// starts explain ([`staggered_wait`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Staggered {
+    /// Per waiting member (rank index): its wait put on the starts.
+    pub by_rank: Vec<(usize, Ns)>,
+    /// The latest member's step start minus the earliest's.
+    pub skew_ns: Ns,
+}
+
+impl Staggered {
+    /// The members' waits put on the starts, summed.
+    pub fn total_ns(&self) -> Ns {
+        self.by_rank.iter().map(|&(_, ns)| ns).sum()
+    }
+}
+
 /// The part of the wait at `t` that no single rank caused and that the
-/// ranks' staggered step starts explain: 0 unless every member's window
+/// ranks' staggered step starts explain: none unless every member's window
 /// runs from its step's start (the step's first collective). Members
 /// arrive at their start plus their lead-in; had they begun the step
 /// together, member m would wait only for the longest lead-in, `max L -
@@ -202,14 +219,14 @@ pub fn staggered_wait(
     matched: &[Vec<Option<usize>>],
     t: &Timed,
     blame: Option<&Blame>,
-) -> Ns {
+) -> Staggered {
     let windows: Vec<MemberWindow> = t
         .arrivals
         .iter()
         .map(|a| member_window(ranks, clock, matched, a.rank, a.call))
         .collect();
     if !windows.iter().all(|w| w.from_window_start) {
-        return 0;
+        return Staggered::default();
     }
     let lead_in: Vec<Ns> = t
         .arrivals
@@ -218,8 +235,10 @@ pub fn staggered_wait(
         .map(|(a, w)| a.start - w.start)
         .collect();
     let longest = lead_in.iter().copied().max().unwrap_or(0);
+    let starts = windows.iter().map(|w| w.start);
+    let skew_ns = starts.clone().max().unwrap_or(0) - starts.min().unwrap_or(0);
     let others = &t.arrivals[..t.arrivals.len() - 1];
-    others
+    let by_rank = others
         .iter()
         .zip(&lead_in)
         .map(|(a, &lead)| {
@@ -230,9 +249,65 @@ pub fn staggered_wait(
             if blame.is_some_and(|b| b.cause == "late_start") {
                 by_starts = (by_starts - caused).max(0);
             }
-            by_starts.clamp(0, no_culprit.max(0))
+            (a.rank, by_starts.clamp(0, no_culprit.max(0)))
         })
-        .sum()
+        .filter(|&(_, ns)| ns > 0)
+        .collect();
+    Staggered { by_rank, skew_ns }
+}
+
+/// A `staggered_start` finding for one step's collective `t` whose waits
+/// the staggered starts explain (`s`), when they reach `min_ns`. The
+/// trace cannot say what staggered the starts (it happened in the step
+/// before), so the saving is not estimated; aligning the starts could save
+/// at most the skew.
+pub fn staggered_finding(ranks: &[RankSummary], t: &Timed, s: &Staggered, min_ns: Ns) -> Option<JobFinding> {
+    let total = s.total_ns();
+    if total < min_ns || s.skew_ns <= 0 {
+        return None;
+    }
+    let mut wait: BTreeMap<i64, Ns> = BTreeMap::new();
+    for &(r, ns) in &s.by_rank {
+        *wait.entry(ranks[r].rank).or_default() += ns;
+    }
+    let step_text = t
+        .step
+        .map_or_else(|| "outside the steps".to_string(), |n| format!("step {n}"));
+    let title = format!(
+        "{step_text}: the ranks began the step up to {} apart, and at its first collective \
+         ({} #{}) those that began first waited {} in all for those that began later (what \
+         staggered the starts happened before the traced window)",
+        duration_coarse(s.skew_ns),
+        t.kind,
+        t.ordinal,
+        duration_coarse(total)
+    );
+    Some(JobFinding {
+        id: "staggered_start".into(),
+        title,
+        hint: "The ranks reached the step's first collective as far apart as they began the \
+               step, not because of the work in it: what staggered them is in the step before, \
+               which the trace does not hold. Profile more steps (a longer `active` window after \
+               `warmup`) and look at what the ranks that begin late do after their last \
+               collective of the step before (an optimizer step, logging, checkpointing, \
+               evaluation, data loading)."
+            .to_string(),
+        culprit_rank: None,
+        step: t.step,
+        steps: t.step.into_iter().collect(),
+        collective: Some(t.kind.clone()),
+        collective_ordinal: Some(t.ordinal as u64),
+        collectives: 1,
+        cause: Some("staggered_start".into()),
+        operator: None,
+        cause_ns: s.skew_ns,
+        lateness_ns: 0,
+        total_wait_ns: total,
+        wait_ns: wait,
+        est_savings_ns: 0,
+        untraced_ranks: 0,
+        savings_bound_ns: Some(s.skew_ns),
+    })
 }
 
 /// Whether the last arriver of `t` held the others back by more than the
@@ -351,6 +426,7 @@ fn finding(
         wait_ns: wait,
         est_savings_ns,
         untraced_ranks: 0,
+        savings_bound_ns: None,
     }
 }
 
@@ -428,6 +504,7 @@ pub fn consistent_findings(
             wait_ns: wait,
             est_savings_ns,
             untraced_ranks: 0,
+            savings_bound_ns: None,
         });
     }
     out

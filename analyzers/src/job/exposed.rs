@@ -86,5 +86,6 @@ pub fn finding(steps: &[JobStep], workload: Workload) -> Option<JobFinding> {
         total_wait_ns: 0,
         est_savings_ns: saving,
         untraced_ranks: 0,
+        savings_bound_ns: None,
     })
 }

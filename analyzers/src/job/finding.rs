@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 /// - `consistent_straggler`: one rank is the late one in most steps.
 /// - `load_imbalance`: one rank computes consistently more than the others.
 /// - `exposed_communication`: collective transfers that no compute hides.
+/// - `staggered_start`: the ranks began a step apart, and those that began
+///   first waited at its first collective for those that began later.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobFinding {
     /// The rule (above).
@@ -59,6 +61,10 @@ pub struct JobFinding {
     /// is at most what fixing the culprit saves.
     #[serde(default)]
     pub untraced_ranks: u64,
+    /// When the trace cannot estimate the saving (`est_savings_ns` is
+    /// then 0): the most fixing it could save of the job's step time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savings_bound_ns: Option<Ns>,
 }
 
 impl JobFinding {
@@ -79,11 +85,15 @@ pub fn rank_findings(f: &mut [JobFinding]) {
         "straggler_wait" => 0,
         "consistent_straggler" => 1,
         "load_imbalance" => 2,
-        _ => 3,
+        "staggered_start" => 3,
+        _ => 4,
     };
+    // A finding whose saving the trace cannot estimate ranks by the most
+    // it could save, as a single trace's do.
+    let weight = |f: &JobFinding| f.est_savings_ns.max(f.savings_bound_ns.unwrap_or(0));
     f.sort_by(|a, b| {
-        b.est_savings_ns
-            .cmp(&a.est_savings_ns)
+        weight(b)
+            .cmp(&weight(a))
             .then_with(|| order(&a.id).cmp(&order(&b.id)))
             .then_with(|| a.step.cmp(&b.step))
             .then_with(|| a.culprit_rank.cmp(&b.culprit_rank))

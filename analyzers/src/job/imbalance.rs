@@ -130,5 +130,6 @@ fn finding(
         wait_ns: wait,
         est_savings_ns: saving,
         untraced_ranks: 0,
+        savings_bound_ns: None,
     }
 }

@@ -329,7 +329,26 @@ pub fn analyze_job_timeline(ranks: &[RankSummary], opts: &JobOptions) -> (JobAna
         .map(|&s| (s, StepModel::new(ranks, &clock, &timed, s)))
         .collect();
 
+    // `blamed` holds the late ones of `timed`, in the same order.
+    let mut late_blames = blamed.iter().peekable();
+    let staggered: Vec<culprit::Staggered> = timed
+        .iter()
+        .map(|t| {
+            let blame = late_blames
+                .next_if(|b| std::ptr::eq(b.timed, t))
+                .map(|b| &b.blame);
+            culprit::staggered_wait(ranks, &clock, &matched, t, blame)
+        })
+        .collect();
+    let staggered_ns: Ns = staggered.iter().map(|s| s.total_ns()).sum();
+
     let mut findings = culprit::straggler_findings(ranks, &blamed, &models);
+    findings.extend(
+        timed
+            .iter()
+            .zip(&staggered)
+            .filter_map(|(t, s)| culprit::staggered_finding(ranks, t, s, opts.min_lateness_ns)),
+    );
     findings.extend(culprit::consistent_findings(ranks, &blamed, &models));
     // A rank that computes more but never holds anyone back (it arrives
     // early anyway) is not worth a finding.
@@ -383,18 +402,7 @@ pub fn analyze_job_timeline(ranks: &[RankSummary], opts: &JobOptions) -> (JobAna
         ));
     }
     let rank_reports = rank_reports(ranks, &timed, &late, &step_numbers);
-    // `blamed` holds the late ones of `timed`, in the same order.
-    let mut late_blames = blamed.iter().peekable();
-    let staggered: Ns = timed
-        .iter()
-        .map(|t| {
-            let blame = late_blames
-                .next_if(|b| std::ptr::eq(b.timed, t))
-                .map(|b| &b.blame);
-            culprit::staggered_wait(ranks, &clock, &matched, t, blame)
-        })
-        .sum();
-    let summary = summarize_job(&rank_reports, &steps, &blamed, staggered);
+    let summary = summarize_job(&rank_reports, &steps, &blamed, staggered_ns);
     let collectives = timed
         .iter()
         .zip(&late)
