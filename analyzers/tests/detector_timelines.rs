@@ -1891,6 +1891,20 @@ fn d17_gaps_while_the_launch_call_runs_spread_over_operators() {
 /// idle               [cpu_op][launch]
 /// ```
 fn thin_host_time(names: &[&str], kernel_us: Ns) -> Vec<Finding> {
+    thin_host_time_allocating(names, kernel_us, Allocation::None)
+}
+
+/// Whether each operator of [`thin_host_time_allocating`] first allocates
+/// (`aten::empty`, 2 µs): inside itself, or before it, directly in the step.
+#[derive(Clone, Copy, PartialEq)]
+enum Allocation {
+    None,
+    Inside,
+    Before,
+}
+
+/// [`thin_host_time`], each operator allocating as `allocation` says.
+fn thin_host_time_allocating(names: &[&str], kernel_us: Ns, allocation: Allocation) -> Vec<Finding> {
     let mut t = Sketch::in_units(US);
     let n = names.len() as i64;
     let every = kernel_us + 7;
@@ -1899,7 +1913,15 @@ fn thin_host_time(names: &[&str], kernel_us: Ns) -> Vec<Finding> {
     t.call(0, 2, "cudaLaunchKernel", 1).kernel(7, 7, every, 1);
     for (i, name) in names.iter().enumerate() {
         let at = every * (i as i64 + 1);
-        t.op(at, at + 6, name);
+        let op_start = if allocation == Allocation::Before {
+            at + 2
+        } else {
+            at
+        };
+        t.op(op_start, at + 6, name);
+        if allocation != Allocation::None {
+            t.op(at, at + 2, "aten::empty");
+        }
         t.call(at + 4, at + 6, "cudaLaunchKernel", 2 + i as u64);
         t.kernel(7, at + 7, at + every, 2 + i as u64);
     }
@@ -1948,19 +1970,12 @@ fn d2_other_operators_together() {
 /// ```
 fn allocations_before_launches(inside: bool) -> Finding {
     let names = ["aten::a", "aten::b", "aten::c", "aten::d", "aten::e"];
-    let mut t = Sketch::in_units(US);
-    let every = 207;
-    let end = 7 + (names.len() as Ns + 1) * every;
-    t.op(0, end, "ProfilerStep#1");
-    t.call(0, 2, "cudaLaunchKernel", 1).kernel(7, 7, every, 1);
-    for (i, name) in names.iter().enumerate() {
-        let at = every * (i as Ns + 1);
-        let op_start = if inside { at } else { at + 2 };
-        t.op(op_start, at + 6, name).op(at, at + 2, "aten::empty");
-        t.call(at + 4, at + 6, "cudaLaunchKernel", 2 + i as u64);
-        t.kernel(7, at + 7, at + every, 2 + i as u64);
-    }
-    let f = t.findings();
+    let allocation = if inside {
+        Allocation::Inside
+    } else {
+        Allocation::Before
+    };
+    let f = thin_host_time_allocating(&names, 200, allocation);
     find(&f, "cpu_bound_other_operators")
         .cloned()
         .unwrap_or_else(|| panic!("{f:?}"))

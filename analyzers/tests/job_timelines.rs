@@ -175,6 +175,15 @@ fn two_late_ranks_fixing_one_saves_little() {
     assert_eq!(none.map(|c| c.ns), Some(28));
 }
 
+/// The job's time lost to `cause` (a `top_causes` row), if any.
+fn lost_to(j: &JobAnalysis, cause: &str) -> Option<i64> {
+    j.summary
+        .top_causes
+        .iter()
+        .find(|c| c.cause == cause)
+        .map(|c| c.ns)
+}
+
 /// `rank`, with its step (and window) starting at `start`.
 fn rank_starting(r: i64, start: i64, step_end: i64, calls: &[Call]) -> RankSummary {
     let mut s = rank(r, 0, step_end, calls);
@@ -205,13 +214,7 @@ fn waits_for_ranks_that_began_the_step_later() {
     let j = analyze_job(&ranks, &JobOptions { min_lateness_ns: 1 });
     assert_eq!(j.collectives[0].total_wait_ns, 20 + 10);
     assert_eq!(j.summary.wait_by_cause_ns.get("late_start"), Some(&20));
-    let cause = |name: &str| {
-        j.summary
-            .top_causes
-            .iter()
-            .find(|c| c.cause == name)
-            .map(|c| c.ns)
-    };
+    let cause = |name: &str| lost_to(&j, name);
     assert_eq!(cause("staggered_start"), Some(10));
     assert_eq!(cause("no_culprit"), None);
     // A finding says so, with no culprit and no estimated saving: at most
@@ -249,13 +252,7 @@ fn waits_for_several_slower_ranks_are_no_staggered_start() {
     let j = analyze_job(&ranks, &JobOptions { min_lateness_ns: 1 });
     assert_eq!(j.collectives[0].total_wait_ns, 20 + 10);
     assert_eq!(j.summary.wait_by_cause_ns.get("compute"), Some(&20));
-    let cause = |name: &str| {
-        j.summary
-            .top_causes
-            .iter()
-            .find(|c| c.cause == name)
-            .map(|c| c.ns)
-    };
+    let cause = |name: &str| lost_to(&j, name);
     assert_eq!(cause("staggered_start"), None);
     assert_eq!(cause("no_culprit"), Some(10));
     assert!(

@@ -575,26 +575,13 @@ fn fewer_or_longer_traced_calls_in_compiled_code_are_not_called_profiler_time() 
 ///              [Compiled Region][linear][addmm ][mm    ][bmm    ][L]
 /// ```
 fn compiled_region_among_eager(region_us: Ns, eager_us: Ns) -> Finding {
-    let mut t = Sketch::in_units(US);
-    let launch = 10 + region_us + 4 * eager_us;
-    t.o(0, launch + 20, "ProfilerStep#1")
-        .call(0, 2, "cudaLaunchKernel", 1);
-    t.o(10, launch + 2, "features")
-        .o(10, 10 + region_us, "Torch-Compiled Region: 0/0");
-    for (i, name) in ["aten::linear", "aten::addmm", "aten::mm", "aten::bmm"]
-        .iter()
-        .enumerate()
-    {
-        let s = 10 + region_us + eager_us * i as Ns;
-        t.o(s, s + eager_us, name);
-    }
-    t.call(launch, launch + 2, "cudaLaunchKernel", 2);
-    t.named_kernel("k0", 7, 0, 8, 1)
-        .named_kernel("k1", 7, launch + 3, launch + 20, 2);
-    let f = findings(&t.finish());
-    find(&f, "cpu_bound_range")
-        .cloned()
-        .unwrap_or_else(|| panic!("{f:?}"))
+    range_of_calls(&[
+        ("Torch-Compiled Region: 0/0", region_us),
+        ("aten::linear", eager_us),
+        ("aten::addmm", eager_us),
+        ("aten::mm", eager_us),
+        ("aten::bmm", eager_us),
+    ])
 }
 
 #[test]

@@ -479,12 +479,10 @@ fn launching_parents(cx: &Cx, pieces: &[u32], most: &[(StrId, Ns)]) -> String {
         }
         // Operators only: a step or a module range around the call
         // "launches" too, by what its operators launch.
-        let operator_above = |r: OpRow| ops.parent[r.index()].and_then(|p| cx.ops.operator[p.index()]);
-        let mut at = operator_above(op);
-        while let Some(r) = at.filter(|r| !cx.ops.launches[r.index()]) {
-            at = operator_above(r);
-        }
-        if let Some(r) = at {
+        let launching = cx
+            .operators_up(ops.parent[op.index()])
+            .find(|r| cx.ops.launches[r.index()]);
+        if let Some(r) = launching {
             inside[k] += d;
             *by.entry((k, ops.name[r.index()])).or_default() += d;
         }

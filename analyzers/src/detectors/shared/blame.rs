@@ -49,18 +49,19 @@ impl Cx<'_> {
         std::iter::successors(row, |r| self.trace.cpu_ops.parent[r.index()])
     }
 
+    /// The operators at or above `row` (annotations, steps and Python
+    /// frames between them skipped), innermost first.
+    pub fn operators_up(&self, row: Option<OpRow>) -> impl Iterator<Item = OpRow> + '_ {
+        let operator_at = |r: Option<OpRow>| r.and_then(|r| self.ops.operator[r.index()]);
+        std::iter::successors(operator_at(row), move |at| {
+            operator_at(self.trace.cpu_ops.parent[at.index()])
+        })
+    }
+
     /// The outermost operator around row `row` (`aten::item` rather than
     /// the `aten::_local_scalar_dense` inside it): what the user called.
     pub fn outer_operator(&self, row: Option<OpRow>) -> Option<OpRow> {
-        let mut best = self.ops.operator[row?.index()];
-        let ops = &self.trace.cpu_ops;
-        while let Some(at) = best {
-            let Some(outer) = ops.parent[at.index()].and_then(|p| self.ops.operator[p.index()]) else {
-                break;
-            };
-            best = Some(outer);
-        }
-        best
+        self.operators_up(row).last()
     }
 
     /// Display form of a source string id.
