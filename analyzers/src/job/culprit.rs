@@ -533,7 +533,9 @@ pub fn job_loss_label(kind: &str, cause: &str) -> String {
     match (kind, cause) {
         ("wait", "no_culprit") => "waiting for peers, no single late rank".to_string(),
         ("wait", "staggered_start") => "waiting for peers that began the step later".to_string(),
-        ("wait", cause) => format!("waiting for a late rank: its {}", job_cause_label(cause)),
+        // A cause's label is a noun phrase or an adjective (`untraced`):
+        // in brackets it reads either way.
+        ("wait", cause) => format!("waiting for a late rank ({})", job_cause_label(cause)),
         (_, cause) => format!("idle GPU: {}", job_cause_label(cause)),
     }
 }
@@ -621,16 +623,21 @@ mod tests {
         assert_eq!(job_cause_label("late_start"), "late start");
     }
 
-    /// Each label reads after "its" (and after "cause:").
+    /// Each label reads in the loss table (and after "cause:"), an
+    /// adjective such as `untraced` too.
     #[test]
     fn loss_labels_read_as_phrases() {
         assert_eq!(
             job_loss_label("wait", "communication"),
-            "waiting for a late rank: its time in other collectives"
+            "waiting for a late rank (time in other collectives)"
         );
         assert_eq!(
             job_loss_label("wait", "late_start"),
-            "waiting for a late rank: its late start"
+            "waiting for a late rank (late start)"
+        );
+        assert_eq!(
+            job_loss_label("wait", "untraced"),
+            "waiting for a late rank (untraced)"
         );
         assert_eq!(
             job_loss_label("wait", "staggered_start"),
